@@ -1,0 +1,75 @@
+package io.rockstate.state
+
+import java.util.Locale
+
+/**
+ * rockstate's own settings, all under one prefix. Spark hands every SQL conf starting with
+ * `spark.sql.streaming.stateStore.` to the provider through `StateStoreConf.sqlConfs`, so the
+ * same keys work in spark-defaults, on the session builder and with `spark.conf.set`.
+ * docs/configuration.md lists them; keep the two in step.
+ */
+final case class RockstateConf(
+    blockCacheSizeMB: Long,
+    writeBufferSizeMB: Long,
+    writeBufferManagerMB: Long,
+    compression: String,
+    bloomFilterBitsPerKey: Int,
+    minVersionsToRetain: Int,
+    orphanFileGraceMs: Long,
+    trackTotalNumberOfRows: Boolean)
+
+object RockstateConf {
+  val Prefix = "spark.sql.streaming.stateStore.rockstate."
+
+  val BlockCacheSizeMB = Prefix + "blockCacheSizeMB"
+  val WriteBufferSizeMB = Prefix + "writeBufferSizeMB"
+  val WriteBufferManagerMB = Prefix + "writeBufferManagerMB"
+  val Compression = Prefix + "compression"
+  val BloomFilterBitsPerKey = Prefix + "bloomFilterBitsPerKey"
+  val OrphanFileGraceMs = Prefix + "orphanFileGraceMs"
+  val TrackTotalNumberOfRows = Prefix + "trackTotalNumberOfRows"
+
+  val Defaults: Map[String, String] = Map(
+    BlockCacheSizeMB -> "128",
+    WriteBufferSizeMB -> "16",
+    WriteBufferManagerMB -> "128",
+    Compression -> "lz4",
+    BloomFilterBitsPerKey -> "10",
+    OrphanFileGraceMs -> "600000",
+    TrackTotalNumberOfRows -> "true")
+
+  private val Codecs = Set("none", "snappy", "lz4", "zstd")
+
+  /** Reads the settings; `minVersionsToRetain` is Spark's own `minBatchesToRetain`. */
+  def from(confs: Map[String, String], minVersionsToRetain: Int): RockstateConf = {
+    def get(key: String): String = confs.getOrElse(key, Defaults(key)).trim
+    def long(key: String, min: Long): Long = {
+      val v = try get(key).toLong catch {
+        case _: NumberFormatException =>
+          throw new IllegalArgumentException(
+            s"rockstate: $key must be a whole number, got '${get(key)}'; fix the setting or " +
+              s"remove it to use the default ${Defaults(key)}.")
+      }
+      if (v < min) {
+        throw new IllegalArgumentException(
+          s"rockstate: $key must be at least $min, got $v; the default is ${Defaults(key)}.")
+      }
+      v
+    }
+    val codec = get(Compression).toLowerCase(Locale.ROOT)
+    if (!Codecs.contains(codec)) {
+      throw new IllegalArgumentException(
+        s"rockstate: $Compression must be one of ${Codecs.toSeq.sorted.mkString(", ")}, " +
+          s"got '$codec'.")
+    }
+    RockstateConf(
+      blockCacheSizeMB = long(BlockCacheSizeMB, 1),
+      writeBufferSizeMB = long(WriteBufferSizeMB, 1),
+      writeBufferManagerMB = long(WriteBufferManagerMB, 1),
+      compression = codec,
+      bloomFilterBitsPerKey = long(BloomFilterBitsPerKey, 0).toInt,
+      minVersionsToRetain = math.max(1, minVersionsToRetain),
+      orphanFileGraceMs = long(OrphanFileGraceMs, 0),
+      trackTotalNumberOfRows = get(TrackTotalNumberOfRows).toBoolean)
+  }
+}

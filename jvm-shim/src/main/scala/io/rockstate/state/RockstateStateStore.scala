@@ -1,0 +1,338 @@
+package io.rockstate.state
+
+import org.apache.spark.TaskContext
+import org.apache.spark.internal.Logging
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.sql.execution.streaming.state._
+import org.apache.spark.sql.types.StructType
+
+/**
+ * One batch's view of a store: reads and writes of `version`, committed as `version + 1`.
+ * A read-only store (getReadStore) refuses writes; release() leaves it without side effects.
+ */
+final class RockstateStateStore(
+    provider: RockstateStateStoreProvider,
+    override val version: Long,
+    readOnly: Boolean) extends StateStore with Logging {
+
+  private sealed trait Phase
+  private case object Updating extends Phase
+  private case object Committed extends Phase
+  private case object Aborted extends Phase
+  private case object Released extends Phase
+
+  @volatile private var phase: Phase = Updating
+  @volatile private var checkpointInfo: Option[StateStoreCheckpointInfo] = None
+
+  private def vdb = provider.db
+
+  override def id: StateStoreId = provider.stateStoreId
+
+  // ---- column families ----
+
+  override def createColFamilyIfAbsent(
+      colFamilyName: String,
+      keySchema: StructType,
+      valueSchema: StructType,
+      keyStateEncoderSpec: KeyStateEncoderSpec,
+      useMultipleValuesPerKey: Boolean,
+      isInternal: Boolean): Unit = {
+    checkWritable("createColFamilyIfAbsent")
+    checkFamilyName(colFamilyName)
+    provider.declare(colFamilyName,
+      ColumnFamilySpec(keySchema, valueSchema, keyStateEncoderSpec, useMultipleValuesPerKey))
+    if (!vdb.columnFamilyIds.contains(colFamilyName)) vdb.assignColumnFamily(colFamilyName)
+  }
+
+  override def registerColFamily(
+      colFamilyName: String,
+      keySchema: StructType,
+      valueSchema: StructType,
+      keyStateEncoderSpec: KeyStateEncoderSpec,
+      useMultipleValuesPerKey: Boolean,
+      isInternal: Boolean): Unit = {
+    provider.declare(colFamilyName,
+      ColumnFamilySpec(keySchema, valueSchema, keyStateEncoderSpec, useMultipleValuesPerKey))
+  }
+
+  override def removeColFamilyIfExists(colFamilyName: String): Boolean = {
+    checkWritable("removeColFamilyIfExists")
+    if (colFamilyName == StateStore.DEFAULT_COL_FAMILY_NAME) {
+      throw new IllegalArgumentException("rockstate: the default column family cannot be removed")
+    }
+    if (!vdb.columnFamilyIds.contains(colFamilyName)) false
+    else {
+      val c = provider.codec(colFamilyName, "removeColFamilyIfExists")
+      if (provider.conf.trackTotalNumberOfRows) vdb.addKeys(-countRange(c.prefix, c.upperBound))
+      vdb.rocksDB.deleteRange(c.prefix, c.upperBound.get)
+      vdb.dropColumnFamily(colFamilyName)
+      provider.forget(colFamilyName)
+      true
+    }
+  }
+
+  override def allColumnFamilyNames: Set[String] = vdb.columnFamilyIds.keySet
+
+  // ---- reads ----
+
+  override def get(key: UnsafeRow, colFamilyName: String): UnsafeRow = {
+    require(key != null, "rockstate: key cannot be null")
+    val c = provider.codec(colFamilyName, "get")
+    c.decodeValue(vdb.rocksDB.get(c.encodeKey(key)))
+  }
+
+  override def multiGet(keys: Array[UnsafeRow], colFamilyName: String): Iterator[UnsafeRow] = {
+    val c = provider.codec(colFamilyName, "multiGet")
+    vdb.rocksDB.multiGet(keys.toSeq.map(c.encodeKey)).iterator.map(c.decodeValue)
+  }
+
+  override def keyExists(key: UnsafeRow, colFamilyName: String): Boolean = {
+    require(key != null, "rockstate: key cannot be null")
+    val c = provider.codec(colFamilyName, "keyExists")
+    vdb.rocksDB.get(c.encodeKey(key)) != null
+  }
+
+  override def valuesIterator(key: UnsafeRow, colFamilyName: String): Iterator[UnsafeRow] = {
+    require(key != null, "rockstate: key cannot be null")
+    val c = multiValued(colFamilyName, "valuesIterator")
+    c.decodeValues(vdb.rocksDB.get(c.encodeKey(key)))
+  }
+
+  override def iterator(colFamilyName: String): StateStoreIterator[UnsafeRowPair] = {
+    val c = provider.codec(colFamilyName, "iterator")
+    pairs(c, c.prefix, c.upperBound, multi = false)
+  }
+
+  override def iteratorWithMultiValues(colFamilyName: String): StateStoreIterator[UnsafeRowPair] = {
+    val c = multiValued(colFamilyName, "iteratorWithMultiValues")
+    pairs(c, c.prefix, c.upperBound, multi = true)
+  }
+
+  override def prefixScan(prefixKey: UnsafeRow, colFamilyName: String)
+      : StateStoreIterator[UnsafeRowPair] = {
+    val c = provider.codec(colFamilyName, "prefixScan")
+    require(c.supportsPrefixScan,
+      s"rockstate: prefixScan on '$colFamilyName' needs a PrefixKeyScanStateEncoderSpec")
+    val p = c.encodePrefixKey(prefixKey)
+    pairs(c, p, prefixEnd(p).orElse(c.upperBound), multi = false)
+  }
+
+  override def prefixScanWithMultiValues(prefixKey: UnsafeRow, colFamilyName: String)
+      : StateStoreIterator[UnsafeRowPair] = {
+    val c = multiValued(colFamilyName, "prefixScanWithMultiValues")
+    require(c.supportsPrefixScan,
+      s"rockstate: prefixScan on '$colFamilyName' needs a PrefixKeyScanStateEncoderSpec")
+    val p = c.encodePrefixKey(prefixKey)
+    pairs(c, p, prefixEnd(p).orElse(c.upperBound), multi = true)
+  }
+
+  override def rangeScan(startKey: Option[UnsafeRow], endKey: Option[UnsafeRow],
+      colFamilyName: String): StateStoreIterator[UnsafeRowPair] = {
+    val c = provider.codec(colFamilyName, "rangeScan")
+    require(c.supportsRangeScan,
+      s"rockstate: rangeScan on '$colFamilyName' needs a RangeKeyScanStateEncoderSpec")
+    pairs(c, startKey.map(c.encodeKey).getOrElse(c.prefix),
+      endKey.map(c.encodeKey).orElse(c.upperBound), multi = false)
+  }
+
+  override def rangeScanWithMultiValues(startKey: Option[UnsafeRow], endKey: Option[UnsafeRow],
+      colFamilyName: String): StateStoreIterator[UnsafeRowPair] = {
+    val c = multiValued(colFamilyName, "rangeScanWithMultiValues")
+    require(c.supportsRangeScan,
+      s"rockstate: rangeScan on '$colFamilyName' needs a RangeKeyScanStateEncoderSpec")
+    pairs(c, startKey.map(c.encodeKey).getOrElse(c.prefix),
+      endKey.map(c.encodeKey).orElse(c.upperBound), multi = true)
+  }
+
+  // ---- writes ----
+
+  override def put(key: UnsafeRow, value: UnsafeRow, colFamilyName: String): Unit = {
+    checkWritable("put")
+    require(key != null, "rockstate: key cannot be null")
+    require(value != null, "rockstate: cannot put a null value")
+    val c = provider.codec(colFamilyName, "put")
+    write(c.encodeKey(key), c.encodeValue(value), merge = false)
+  }
+
+  override def putList(key: UnsafeRow, values: Array[UnsafeRow], colFamilyName: String): Unit = {
+    checkWritable("putList")
+    require(key != null, "rockstate: key cannot be null")
+    require(values != null && values.nonEmpty && !values.contains(null),
+      "rockstate: putList needs a non-empty list without nulls")
+    val c = multiValued(colFamilyName, "putList")
+    write(c.encodeKey(key), c.encodeValues(values), merge = false)
+  }
+
+  override def merge(key: UnsafeRow, value: UnsafeRow, colFamilyName: String): Unit = {
+    checkWritable("merge")
+    require(key != null, "rockstate: key cannot be null")
+    require(value != null, "rockstate: cannot merge a null value")
+    val c = multiValued(colFamilyName, "merge")
+    write(c.encodeKey(key), c.encodeValue(value), merge = true)
+  }
+
+  override def mergeList(key: UnsafeRow, values: Array[UnsafeRow], colFamilyName: String): Unit = {
+    checkWritable("mergeList")
+    require(key != null, "rockstate: key cannot be null")
+    require(values != null && values.nonEmpty && !values.contains(null),
+      "rockstate: mergeList needs a non-empty list without nulls")
+    val c = multiValued(colFamilyName, "mergeList")
+    write(c.encodeKey(key), c.encodeValues(values), merge = true)
+  }
+
+  override def remove(key: UnsafeRow, colFamilyName: String): Unit = {
+    checkWritable("remove")
+    require(key != null, "rockstate: key cannot be null")
+    val c = provider.codec(colFamilyName, "remove")
+    val k = c.encodeKey(key)
+    vdb.markDirty()
+    if (provider.conf.trackTotalNumberOfRows && vdb.rocksDB.get(k) != null) vdb.addKeys(-1)
+    vdb.rocksDB.delete(k)
+  }
+
+  override def deleteRange(beginKey: UnsafeRow, endKey: UnsafeRow, colFamilyName: String): Unit = {
+    checkWritable("deleteRange")
+    require(beginKey != null && endKey != null, "rockstate: deleteRange needs both keys")
+    val c = provider.codec(colFamilyName, "deleteRange")
+    require(c.supportsRangeScan,
+      s"rockstate: deleteRange on '$colFamilyName' needs a RangeKeyScanStateEncoderSpec")
+    val (b, e) = (c.encodeKey(beginKey), c.encodeKey(endKey))
+    vdb.markDirty()
+    if (provider.conf.trackTotalNumberOfRows) vdb.addKeys(-countRange(b, Some(e)))
+    vdb.rocksDB.deleteRange(b, e)
+  }
+
+  // ---- lifecycle ----
+
+  override def commit(): Long = provider.storeLock.synchronized {
+    checkWritable("commit")
+    val newVersion = version + 1
+    try {
+      val manifest = vdb.commit(newVersion)
+      phase = Committed
+      checkpointInfo = Some(StateStoreCheckpointInfo(id.partitionId, newVersion, None, None))
+      StateStore.reportCommitToCoordinator(newVersion, id, provider.hadoopConf)
+      logInfo(s"rockstate committed version $newVersion of $id: " +
+        s"${manifest.stats.filesUploaded} files / ${manifest.stats.bytesUploaded} bytes " +
+        s"uploaded, ${manifest.stats.filesReused} files / ${manifest.stats.bytesReused} reused")
+      newVersion
+    } catch {
+      case e: Throwable =>
+        vdb.rollback()
+        phase = Aborted
+        throw new IllegalStateException(
+          s"rockstate: failed to commit version $newVersion of $id: ${e.getMessage}", e)
+    }
+  }
+
+  override def abort(): Unit = provider.storeLock.synchronized {
+    if (phase == Committed) {
+      throw new IllegalStateException(s"rockstate: cannot abort $id after it committed")
+    }
+    if (phase == Updating && !readOnly) {
+      logInfo(s"rockstate aborting version ${version + 1} of $id")
+      vdb.rollback()
+    }
+    phase = Aborted
+  }
+
+  override def release(): Unit = {
+    if (phase == Updating && !readOnly) abort()
+    if (phase == Updating) phase = Released
+  }
+
+  override def hasCommitted: Boolean = phase == Committed
+
+  override def metrics: StateStoreMetrics = {
+    val s = vdb.snapshotStats
+    val l = vdb.loadStats
+    val custom: Map[StateStoreCustomMetric, Long] = Map(
+      RockstateMetrics.SnapshotSyncMs -> s.syncMs,
+      RockstateMetrics.SnapshotAsyncMs -> s.asyncMs,
+      RockstateMetrics.BytesUploaded -> s.bytesUploaded,
+      RockstateMetrics.BytesReused -> s.bytesReused,
+      RockstateMetrics.FilesUploaded -> s.filesUploaded.toLong,
+      RockstateMetrics.FilesReused -> s.filesReused.toLong,
+      RockstateMetrics.LoadMs -> l.loadMs,
+      RockstateMetrics.BytesDownloaded -> l.bytesDownloaded,
+      RockstateMetrics.StateBytes -> vdb.stateBytes)
+    StateStoreMetrics(vdb.numKeys, vdb.memoryBytes, custom)
+  }
+
+  override def getStateStoreCheckpointInfo(): StateStoreCheckpointInfo =
+    checkpointInfo.getOrElse(StateStoreCheckpointInfo(id.partitionId, version, None, None))
+
+  override def toString: String = s"RockstateStateStore[$id, version=$version]"
+
+  // ---- helpers ----
+
+  private def write(k: Array[Byte], v: Array[Byte], merge: Boolean): Unit = {
+    vdb.markDirty()
+    if (provider.conf.trackTotalNumberOfRows && vdb.rocksDB.get(k) == null) vdb.addKeys(1)
+    if (merge) vdb.rocksDB.merge(k, v) else vdb.rocksDB.put(k, v)
+  }
+
+  private def multiValued(name: String, op: String): ColumnFamilyCodec = {
+    val c = provider.codec(name, op)
+    require(c.multipleValues,
+      s"rockstate: $op on '$name' needs a family created with useMultipleValuesPerKey = true")
+    c
+  }
+
+  private def checkWritable(op: String): Unit = {
+    if (readOnly) {
+      throw new UnsupportedOperationException(
+        s"rockstate: $op is not allowed on a read-only store of $id (getReadStore)")
+    }
+    if (phase != Updating) {
+      throw new IllegalStateException(
+        s"rockstate: cannot $op on $id version $version after it was ${phase.toString.toLowerCase}")
+    }
+  }
+
+  private def checkFamilyName(name: String): Unit = {
+    if (name == null || name.isEmpty || name.trim != name) {
+      throw new IllegalArgumentException(
+        s"rockstate: column family name '$name' is not valid: use a non-empty name without " +
+          "leading or trailing spaces")
+    }
+    if (!provider.useColumnFamilies) {
+      throw new UnsupportedOperationException(
+        s"rockstate: cannot create column family '$name': the store of $id was opened " +
+          "without column families")
+    }
+  }
+
+  private def countRange(from: Array[Byte], until: Option[Array[Byte]]): Long = {
+    val it = vdb.rocksDB.scan(from, until)
+    try it.size.toLong finally it.close()
+  }
+
+  private def pairs(c: ColumnFamilyCodec, from: Array[Byte], until: Option[Array[Byte]],
+      multi: Boolean): StateStoreIterator[UnsafeRowPair] = {
+    val raw = vdb.rocksDB.scan(from, until)
+    Option(TaskContext.get()).foreach(_.addTaskCompletionListener[Unit](_ => raw.close()))
+    val rows: Iterator[UnsafeRowPair] =
+      if (multi) raw.flatMap { case (k, v) =>
+        val key = c.decodeKey(k)
+        c.decodeValues(v).map(value => new UnsafeRowPair(key, value))
+      }
+      else {
+        val pair = new UnsafeRowPair()
+        raw.map { case (k, v) => pair.withRows(c.decodeKey(k), c.decodeValue(v)) }
+      }
+    new StateStoreIterator(rows, () => raw.close())
+  }
+
+  /** The first key after every key starting with `p`, or None if there is none. */
+  private def prefixEnd(p: Array[Byte]): Option[Array[Byte]] = {
+    val end = p.clone()
+    var i = end.length - 1
+    while (i >= 0 && end(i) == 0xff.toByte) i -= 1
+    if (i < 0) None
+    else {
+      end(i) = (end(i) + 1).toByte
+      Some(java.util.Arrays.copyOf(end, i + 1))
+    }
+  }
+}

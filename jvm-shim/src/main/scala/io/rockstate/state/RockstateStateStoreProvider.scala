@@ -1,0 +1,192 @@
+package io.rockstate.state
+
+import java.io.File
+import java.nio.file.Files
+import java.util.UUID
+
+import scala.util.control.NonFatal
+
+import org.apache.hadoop.conf.Configuration
+
+import org.apache.spark.SparkFiles
+import org.apache.spark.internal.Logging
+import org.apache.spark.sql.execution.streaming.state._
+import org.apache.spark.sql.types.StructType
+
+/** Everything a provider's init() receives; set once, read by every store and maintenance run. */
+private[state] final case class ProviderSetup(
+    id: StateStoreId,
+    keySchema: StructType,
+    valueSchema: StructType,
+    defaultFamily: ColumnFamilySpec,
+    useColumnFamilies: Boolean,
+    storeConf: StateStoreConf,
+    hadoopConf: Configuration,
+    conf: RockstateConf,
+    checkpointDir: StoreCheckpointDir)
+
+/**
+ * rockstate's StateStoreProvider: one per (operator, partition, store name) on an executor.
+ * Switched on with
+ * `spark.sql.streaming.stateStore.providerClass=io.rockstate.state.RockstateStateStoreProvider`.
+ */
+class RockstateStateStoreProvider extends StateStoreProvider with Logging {
+
+  @volatile private var setup: ProviderSetup = _
+  private var versioned: VersionedRocksDB = _
+  // Families an operator declared on this executor, kept across loads: codecs are rebuilt
+  // from them with the ids of whichever version is loaded.
+  private val declared = new java.util.concurrent.ConcurrentHashMap[String, ColumnFamilySpec]()
+  private val lock = new Object
+
+  override def init(
+      stateStoreId: StateStoreId,
+      keySchema: StructType,
+      valueSchema: StructType,
+      keyStateEncoderSpec: KeyStateEncoderSpec,
+      useColumnFamilies: Boolean,
+      storeConfs: StateStoreConf,
+      hadoopConf: Configuration,
+      useMultipleValuesPerKey: Boolean,
+      stateSchemaProvider: Option[StateSchemaProvider]): Unit = {
+    val encoding = storeConfs.stateStoreEncodingFormat
+    if (!encoding.equalsIgnoreCase("unsaferow")) {
+      throw new UnsupportedOperationException(
+        s"rockstate stores state in Spark's UnsafeRow format; the query asks for '$encoding' " +
+          "(spark.sql.streaming.stateStore.encodingFormat). Set it to 'unsaferow'.")
+    }
+    val conf = RockstateConf.from(storeConfs.sqlConfs ++ storeConfs.extraOptions,
+      storeConfs.minVersionsToRetain)
+    val dir = new StoreCheckpointDir(stateStoreId.storeCheckpointLocation(), hadoopConf)
+    val family = ColumnFamilySpec(keySchema, valueSchema, keyStateEncoderSpec,
+      useMultipleValuesPerKey)
+    setup = ProviderSetup(stateStoreId, keySchema, valueSchema, family, useColumnFamilies, storeConfs,
+      hadoopConf, conf, dir)
+    declared.put(StateStore.DEFAULT_COL_FAMILY_NAME, family)
+    val localRoot = new File(localStateRoot,
+      s"op${stateStoreId.operatorId}-p${stateStoreId.partitionId}-${stateStoreId.storeName}-" +
+        UUID.randomUUID().toString.take(8))
+    Files.createDirectories(localRoot.toPath)
+    versioned = new VersionedRocksDB(stateStoreId.operatorId, stateStoreId.partitionId,
+      stateStoreId.storeName, dir, localRoot, conf, useColumnFamilies)
+  }
+
+  override def stateStoreId: StateStoreId = setup.id
+
+  override def getStore(
+      version: Long,
+      uniqueId: Option[String],
+      forceSnapshotOnCommit: Boolean,
+      loadEmpty: Boolean): StateStore = lock.synchronized {
+    rejectCheckpointIds(uniqueId)
+    require(version >= 0, s"rockstate: version cannot be negative, got $version")
+    if (loadEmpty) versioned.loadEmpty(version) else versioned.load(version)
+    new RockstateStateStore(this, version, readOnly = false)
+  }
+
+  // Spark's default would load the version twice per partition (read, then write store).
+  override def getReadStore(version: Long, uniqueId: Option[String]): ReadStateStore =
+    lock.synchronized {
+      rejectCheckpointIds(uniqueId)
+      versioned.load(version)
+      new RockstateStateStore(this, version, readOnly = true)
+    }
+
+  override def upgradeReadStoreToWriteStore(
+      readStore: ReadStateStore,
+      version: Long,
+      uniqueId: Option[String],
+      forceSnapshotOnCommit: Boolean): StateStore = lock.synchronized {
+    rejectCheckpointIds(uniqueId)
+    require(readStore.version == version,
+      s"rockstate: cannot upgrade a read store of version ${readStore.version} to $version")
+    versioned.load(version) // a no-op when the read store's version is still loaded
+    new RockstateStateStore(this, version, readOnly = false)
+  }
+
+  override def doMaintenance(): Unit = {
+    doSnapshotMaintenance()
+    doCleanupMaintenance()
+  }
+
+  // Snapshots are uploaded at commit; the asynchronous pipeline arrives with changelog commits.
+  override def doSnapshotMaintenance(): Unit = ()
+
+  override def doCleanupMaintenance(): Unit = {
+    val s = setup
+    if (s != null) {
+      try {
+        val keep = RetentionCleaner.clean(s.checkpointDir, s.conf, System.currentTimeMillis())
+        lock.synchronized(versioned.pruneCache(keep))
+      } catch {
+        case NonFatal(e) =>
+          logWarning(s"rockstate: cleanup of ${s.id} failed; it is retried at the next " +
+            "maintenance and no retained version was touched", e)
+      }
+    }
+  }
+
+  override def close(): Unit = lock.synchronized {
+    if (versioned != null) versioned.close()
+  }
+
+  override def supportedCustomMetrics: Seq[StateStoreCustomMetric] = RockstateMetrics.all
+
+  // ---- used by RockstateStateStore ----
+
+  private[state] def db: VersionedRocksDB = versioned
+  private[state] def storeLock: Object = lock
+  private[state] def conf: RockstateConf = setup.conf
+  private[state] def useColumnFamilies: Boolean = setup.useColumnFamilies
+  private[state] def hadoopConf: Configuration = setup.hadoopConf
+
+  private[state] def declare(name: String, spec: ColumnFamilySpec): Unit = declared.put(name, spec)
+  private[state] def forget(name: String): Unit = declared.remove(name)
+
+  /** The codec of a family in the loaded version, or a clear error naming the family. */
+  private[state] def codec(name: String, op: String): ColumnFamilyCodec = {
+    if (!setup.useColumnFamilies && name != StateStore.DEFAULT_COL_FAMILY_NAME) {
+      throw new UnsupportedOperationException(
+        s"rockstate: $op on column family '$name' needs a store opened with column families; " +
+          s"this store of ${setup.id} has only the default family.")
+    }
+    val id = versioned.columnFamilyIds.getOrElse(name,
+      throw new IllegalArgumentException(
+        s"rockstate: column family '$name' does not exist in ${setup.id} at version " +
+          s"${versioned.loadedVersion}; create it with createColFamilyIfAbsent first."))
+    val spec = Option(declared.get(name)).getOrElse(
+      throw new IllegalArgumentException(
+        s"rockstate: column family '$name' of ${setup.id} has no schema registered on this " +
+          "executor; register it (createColFamilyIfAbsent or registerColFamily) before use."))
+    codecCache.synchronized {
+      codecCache.get((name, id)) match {
+        case Some(c) if c.spec == spec => c
+        case _ =>
+          val c = new ColumnFamilyCodec(name, id, setup.useColumnFamilies, spec)
+          codecCache.put((name, id), c)
+          c
+      }
+    }
+  }
+
+  private val codecCache = scala.collection.mutable.Map.empty[(String, Int), ColumnFamilyCodec]
+
+  private def rejectCheckpointIds(uniqueId: Option[String]): Unit = {
+    if (uniqueId.isDefined) {
+      throw new UnsupportedOperationException(
+        "rockstate does not support state checkpoint format version 2 (state store " +
+          "checkpoint ids). Set spark.sql.streaming.stateStore.checkpointFormatVersion=1 " +
+          "before the query's first batch.")
+    }
+  }
+
+  /** Executor-local scratch space: Spark's per-application files dir, else java.io.tmpdir. */
+  private def localStateRoot: File = {
+    val base = try new File(SparkFiles.getRootDirectory()) catch {
+      case NonFatal(_) => new File(System.getProperty("java.io.tmpdir"))
+    }
+    new File(base, "rockstate")
+  }
+
+  override def toString: String = s"RockstateStateStoreProvider[${Option(setup).map(_.id)}]"
+}

@@ -1,0 +1,26 @@
+"""rockstate: a RocksDB state backend for Spark Structured Streaming.
+
+``rockstate.configure(SparkSession.builder)`` switches a session's stateful queries to the
+rockstate state store provider.
+"""
+
+from __future__ import annotations
+
+from rockstate.errors import RockstateError, RockstateSetupError
+from rockstate.jar import jar_path
+from rockstate.offsets import provider_class, recorded_confs
+from rockstate.session import PLUGIN_CLASS, PROVIDER_CLASS, configure, spark_defaults
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "PLUGIN_CLASS",
+    "PROVIDER_CLASS",
+    "RockstateError",
+    "RockstateSetupError",
+    "configure",
+    "jar_path",
+    "provider_class",
+    "recorded_confs",
+    "spark_defaults",
+]

@@ -1,0 +1,39 @@
+"""Reading what Spark itself recorded in a query's offset log."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rockstate.errors import RockstateError
+
+
+def recorded_confs(checkpoint_location: str | Path, batch_id: int | None = None) -> dict[str, str]:
+    """The session confs Spark wrote into the offset log of ``batch_id`` (default: the latest).
+
+    Spark records the state store provider there when a query starts and keeps using that
+    provider on restart, so this is the ground truth of which provider a query runs on.
+    """
+    offsets = Path(checkpoint_location) / "offsets"
+    batches = sorted(int(p.name) for p in offsets.iterdir() if p.name.isdigit()) \
+        if offsets.is_dir() else []
+    if not batches:
+        raise RockstateError(
+            f"rockstate: no offset log under {offsets}; has the query run a batch yet?"
+        )
+    chosen = batches[-1] if batch_id is None else batch_id
+    lines = (offsets / str(chosen)).read_text().splitlines()
+    # Line 0 is the log format version ("v1"), line 1 the batch metadata with the confs.
+    if len(lines) < 2 or not lines[0].startswith("v"):
+        raise RockstateError(f"rockstate: {offsets / str(chosen)} is not a Spark offset log file")
+    meta = json.loads(lines[1])
+    return dict(meta.get("conf", {}))
+
+
+def provider_class(checkpoint_location: str | Path) -> str:
+    """The state store provider class a query's checkpoint is bound to."""
+    confs = recorded_confs(checkpoint_location)
+    key = "spark.sql.streaming.stateStore.providerClass"
+    if key not in confs:
+        raise RockstateError(f"rockstate: the offset log of {checkpoint_location} names no {key}")
+    return confs[key]

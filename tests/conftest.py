@@ -1,0 +1,97 @@
+"""Shared Spark sessions for the suites.
+
+One JVM per Python process means one SparkContext at a time, so the sessions are handed out
+by a small manager: every `local[2]` test shares one session, every `local-cluster` test
+shares another, and the cluster tests are ordered last so each session starts once.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("PYSPARK_PYTHON", os.environ.get("PYSPARK_PYTHON", "python3"))
+
+
+class Sessions:
+    def __init__(self) -> None:
+        self.kind: str | None = None
+        self.session = None
+
+    def get(self, kind: str):
+        if self.kind == kind and self.session is not None:
+            return self.session
+        self.stop()
+        from pyspark.sql import SparkSession
+
+        import rockstate
+
+        master = "local[2]" if kind == "local" else "local-cluster[2,1,1024]"
+        builder = (
+            SparkSession.builder.master(master)
+            .appName(f"rockstate-tests-{kind}")
+            .config("spark.sql.shuffle.partitions", "2")
+            .config("spark.ui.enabled", "false")
+            .config("spark.sql.streaming.minBatchesToRetain", "5")
+            .config("spark.driver.memory", "1g")
+            .config("spark.executor.memory", "512m")
+            .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        )
+        self.session = rockstate.configure(builder, blockCacheSizeMB=32).getOrCreate()
+        self.session.sparkContext.setLogLevel("ERROR")
+        self.kind = kind
+        return self.session
+
+    def stop(self) -> None:
+        if self.session is not None:
+            self.session.stop()
+            self.session = None
+            self.kind = None
+
+
+@pytest.fixture(scope="session")
+def sessions() -> Iterator[Sessions]:
+    s = Sessions()
+    yield s
+    s.stop()
+
+
+@pytest.fixture()
+def spark(sessions: Sessions):
+    """A `local[2]` session with rockstate configured (the provider conf reset per test)."""
+    session = sessions.get("local")
+    import rockstate
+
+    session.conf.set("spark.sql.streaming.stateStore.providerClass", rockstate.PROVIDER_CLASS)
+    return session
+
+
+@pytest.fixture()
+def cluster_spark(sessions: Sessions):
+    """A `local-cluster[2,1,1024]` session: two real executor JVMs."""
+    session = sessions.get("cluster")
+    import rockstate
+
+    session.conf.set("spark.sql.streaming.stateStore.providerClass", rockstate.PROVIDER_CLASS)
+    return session
+
+
+@pytest.fixture()
+def workdir(tmp_path: Path) -> Path:
+    return tmp_path
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Spark-free tests first, then local[2], then local-cluster: each session starts once.
+    def rank(item: pytest.Item) -> int:
+        fixtures = getattr(item, "fixturenames", ())
+        if "cluster_spark" in fixtures:
+            return 2
+        if "spark" in fixtures:
+            return 1
+        return 0
+
+    items.sort(key=rank)

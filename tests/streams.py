@@ -1,0 +1,126 @@
+"""Running one streaming query on a chosen state store provider, batch by batch.
+
+Spark's own HDFSBackedStateStoreProvider is the oracle: the same query on the same input must
+give the same output, batch for batch, and the same state on rockstate.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+SPARK_ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+PROVIDER_KEY = "spark.sql.streaming.stateStore.providerClass"
+
+
+@dataclass
+class StreamRun:
+    checkpoint: Path
+    outputs: dict[int, list[tuple]] = field(default_factory=dict)
+    progress: list[dict] = field(default_factory=list)
+
+    def all_rows(self) -> list[tuple]:
+        return sorted(r for rows in self.outputs.values() for r in rows)
+
+
+def _key(row: tuple) -> str:
+    return json.dumps(row, default=str, sort_keys=True)
+
+
+def run_stream(
+    spark,
+    provider: str,
+    build: Callable,
+    batches: Sequence[Sequence[dict]],
+    *,
+    workdir: Path,
+    name: str,
+    schema: str,
+    output_mode: str = "update",
+    restart_at: int | None = None,
+    sources: int = 1,
+) -> StreamRun:
+    """Feeds ``batches`` (one JSON file each) to ``build(stream)`` and records every batch.
+
+    With ``sources=2`` the query gets two streams (for joins) and each batch item is
+    ``{"side": 0|1, ...}``. ``restart_at=i`` stops the query before batch ``i`` and starts it
+    again from its checkpoint, as a crashed or redeployed query would be.
+    """
+    src = [workdir / f"{name}-src{i}" for i in range(sources)]
+    for s in src:
+        s.mkdir(parents=True, exist_ok=True)
+    run = StreamRun(checkpoint=workdir / f"{name}-checkpoint")
+    spark.conf.set(PROVIDER_KEY, provider)
+
+    def sink(df, batch_id: int) -> None:
+        run.outputs[batch_id] = sorted((tuple(r) for r in df.collect()), key=_key)
+
+    def start():
+        streams = [
+            spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).json(str(s))
+            for s in src
+        ]
+        df = build(*streams)
+        return (
+            df.writeStream.outputMode(output_mode)
+            .foreachBatch(sink)
+            .option("checkpointLocation", str(run.checkpoint))
+            .start()
+        )
+
+    query = start()
+    try:
+        for i, rows in enumerate(batches):
+            if restart_at == i:
+                query.stop()
+                query = start()
+            for side, s in enumerate(src):
+                mine = [r for r in rows if r.get("side", 0) == side] if sources > 1 else rows
+                body = "".join(json.dumps({k: v for k, v in r.items() if k != "side"}) + "\n"
+                               for r in mine)
+                (s / f"batch-{i:04d}.json").write_text(body)
+            query.processAllAvailable()
+            if query.lastProgress:
+                run.progress.append(query.lastProgress)
+    finally:
+        query.stop()
+    if query.exception() is not None:
+        raise query.exception()
+    return run
+
+
+def state_rows(spark, checkpoint: Path, **options: str) -> list[tuple]:
+    """The latest committed state of an operator, read with Spark's state data source."""
+    reader = spark.read.format("statestore")
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    df = reader.load(str(checkpoint))
+    cols = [c for c in df.columns if c in ("key", "value", "partition_id")]
+    return sorted((tuple(r) for r in df.select(*cols).collect()), key=_key)
+
+
+def assert_same_as_oracle(spark, build, batches, *, workdir: Path, name: str, schema: str,
+                          output_mode: str = "update", restart_at: int | None = 2,
+                          sources: int = 1, state_options: Sequence[dict] = ({},)):
+    """Runs the query on HDFSBackedStateStoreProvider and on rockstate; both must agree."""
+    import rockstate
+
+    runs = {
+        p: run_stream(spark, p, build, batches, workdir=workdir, name=f"{name}-{label}",
+                      schema=schema, output_mode=output_mode, restart_at=restart_at,
+                      sources=sources)
+        for label, p in (("oracle", HDFS), ("rockstate", rockstate.PROVIDER_CLASS))
+    }
+    oracle, mine = runs[HDFS], runs[rockstate.PROVIDER_CLASS]
+    assert rockstate.provider_class(mine.checkpoint) == rockstate.PROVIDER_CLASS
+    assert oracle.all_rows(), f"{name}: the oracle produced no output; the case tests nothing"
+    assert mine.outputs == oracle.outputs, f"{name}: outputs differ from the oracle"
+    assert len(mine.outputs) >= len(batches), f"{name}: expected a result for every batch"
+    for opts in state_options:
+        assert state_rows(spark, oracle.checkpoint, **opts), f"{name}: oracle state is empty"
+        assert state_rows(spark, mine.checkpoint, **opts) == \
+            state_rows(spark, oracle.checkpoint, **opts), f"{name}: state {opts} differs"
+    return oracle, mine
