@@ -8,12 +8,15 @@ shares another, and the cluster tests are ordered last so each session starts on
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("PYSPARK_PYTHON", os.environ.get("PYSPARK_PYTHON", "python3"))
+os.environ.setdefault("PYSPARK_PYTHON", "python3")
+# local-cluster workers write executor logs under SPARK_HOME/work unless told otherwise.
+os.environ.setdefault("SPARK_WORKER_DIR", tempfile.mkdtemp(prefix="rockstate-workers-"))
 
 
 class Sessions:
@@ -35,6 +38,7 @@ class Sessions:
             .appName(f"rockstate-tests-{kind}")
             .config("spark.sql.shuffle.partitions", "2")
             .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
             .config("spark.sql.streaming.minBatchesToRetain", "5")
             .config("spark.driver.memory", "1g")
             .config("spark.executor.memory", "512m")

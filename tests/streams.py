@@ -42,12 +42,14 @@ def run_stream(
     output_mode: str = "update",
     restart_at: int | None = None,
     sources: int = 1,
+    before_batch: Callable[[int], None] | None = None,
 ) -> StreamRun:
     """Feeds ``batches`` (one JSON file each) to ``build(stream)`` and records every batch.
 
     With ``sources=2`` the query gets two streams (for joins) and each batch item is
     ``{"side": 0|1, ...}``. ``restart_at=i`` stops the query before batch ``i`` and starts it
-    again from its checkpoint, as a crashed or redeployed query would be.
+    again from its checkpoint, as a crashed or redeployed query would be. ``before_batch(i)``
+    runs while the query is live, before batch ``i`` arrives (to kill an executor, say).
     """
     src = [workdir / f"{name}-src{i}" for i in range(sources)]
     for s in src:
@@ -77,6 +79,8 @@ def run_stream(
             if restart_at == i:
                 query.stop()
                 query = start()
+            if before_batch is not None:
+                before_batch(i)
             for side, s in enumerate(src):
                 mine = [r for r in rows if r.get("side", 0) == side] if sources > 1 else rows
                 body = "".join(json.dumps({k: v for k, v in r.items() if k != "side"}) + "\n"

@@ -168,3 +168,21 @@ def test_transform_with_state_is_refused_by_spark_for_non_builtin_providers(spar
             lambda s: s.groupBy("key").transformWithStateInPandas(
                 Counter(), "key STRING, n LONG", "update", "None"),
             BATCHES[:1], workdir=workdir, name="tws", schema=SCHEMA)
+
+
+def test_later_versions_upload_only_new_files(spark, workdir: Path):
+    """A small change to a large state uploads a small fraction of it (incremental snapshot)."""
+    big = [{"key": f"key-{i:06d}", "value": i, "ts": "2026-01-01 00:00:00"} for i in range(20000)]
+    small = [{"key": "key-000001", "value": 1, "ts": "2026-01-01 00:00:00"}]
+    run = run_stream(
+        spark, rockstate.PROVIDER_CLASS,
+        lambda s: s.groupBy("key").agg(F.sum("value").alias("total")),
+        [big, small, small], workdir=workdir, name="incremental", schema=SCHEMA)
+    first, *later = [p["stateOperators"][0] for p in run.progress]
+    assert first["numRowsTotal"] == 20000
+    for op in later:
+        m = op["customMetrics"]
+        assert m["rockstateFilesReused"] >= 2  # one SST per partition at least
+        assert m["rockstateBytesReused"] > 0
+        # each later version uploads far less than the state it describes
+        assert m["rockstateBytesUploaded"] * 5 < m["rockstateStateBytes"], m

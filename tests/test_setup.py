@@ -65,18 +65,19 @@ def test_jar_built_for_another_pyspark_is_refused(monkeypatch: pytest.MonkeyPatc
     (tmp_path / build.JAR_NAME).write_bytes(b"PK")
     (tmp_path / build.BUILD_INFO).write_text(json.dumps({"pyspark_version": "4.2.0"}))
     monkeypatch.setattr(jar, "JARS_DIR", tmp_path)
-    with pytest.raises(rockstate.RockstateSetupError, match="built for pyspark 4.2.0"):
+    with pytest.raises(rockstate.RockstateSetupError, match=r"built for pyspark 4\.2\.0"):
         jar.jar_path()
 
 
 def test_missing_jar_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     monkeypatch.setattr(jar, "JARS_DIR", tmp_path)
-    with pytest.raises(rockstate.RockstateSetupError, match="python -m rockstate.build"):
+    with pytest.raises(rockstate.RockstateSetupError, match=r"python -m rockstate\.build"):
         jar.jar_path()
 
 
 def test_cli_reports_setup_errors_in_one_line(tmp_path: Path):
-    env = {**os.environ, "JAVA_HOME": str(tmp_path / "none"), "PATH": os.path.dirname(sys.executable)}
+    env = {**os.environ, "JAVA_HOME": str(tmp_path / "none"),
+           "PATH": os.path.dirname(sys.executable)}
     out = subprocess.run([sys.executable, "-m", "rockstate", "build", "--out", str(tmp_path)],
                          capture_output=True, text=True, env=env, check=False)
     assert out.returncode == 2
@@ -104,3 +105,12 @@ def test_spark_defaults_snippet_in_conf_matches_configure():
         if key == "spark.jars":
             continue  # an installation path; the snippet explains how to get it
         assert f"{key} {value}" in " ".join(snippet.split()), key
+
+
+def test_rockstate_jar_override_must_exist(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    monkeypatch.setenv("ROCKSTATE_JAR", str(tmp_path / "missing.jar"))
+    with pytest.raises(rockstate.RockstateSetupError, match="ROCKSTATE_JAR"):
+        jar.jar_path()
+    (tmp_path / "built.jar").write_bytes(b"PK")
+    monkeypatch.setenv("ROCKSTATE_JAR", str(tmp_path / "built.jar"))
+    assert jar.jar_path() == (tmp_path / "built.jar").resolve()

@@ -69,7 +69,7 @@ def find_pyspark() -> tuple[str, Path]:
             "rockstate: pyspark is not installed; install the supported version with "
             "`pip install 'pyspark==4.3.*'` and retry."
         )
-    root = Path(list(spec.submodule_search_locations)[0])
+    root = Path(next(iter(spec.submodule_search_locations)))
     version_ns: dict[str, str] = {}
     exec((root / "version.py").read_text(), version_ns)
     version = version_ns["__version__"]

@@ -1,9 +1,12 @@
 package io.rockstate.plugin
 
+import java.net.InetAddress
 import java.util.{Map => JMap}
 import java.util.concurrent.ConcurrentHashMap
 
 import scala.jdk.CollectionConverters._
+import scala.util.Try
+import scala.util.control.NonFatal
 
 import org.apache.spark.SparkContext
 import org.apache.spark.api.plugin.{DriverPlugin, ExecutorPlugin, PluginContext, SparkPlugin}
@@ -36,7 +39,7 @@ class RockstateDriverPlugin extends DriverPlugin with Logging {
   override def receive(message: AnyRef): AnyRef = message match {
     case r: ExecutorReady =>
       RockstateDriverPlugin.executors.put(r.executorId, r)
-      java.lang.Boolean.TRUE
+      null // a one-way message (PluginContext.send) takes no reply
     case other =>
       throw new IllegalArgumentException(s"rockstate driver plugin: unknown message $other")
   }
@@ -57,11 +60,22 @@ object RockstateDriverPlugin {
 
 class RockstateExecutorPlugin extends ExecutorPlugin with Logging {
   override def init(ctx: PluginContext, extraConf: JMap[String, String]): Unit = {
-    val settings = ctx.conf().getAll.toMap
-    val retain = settings.get("spark.sql.streaming.minBatchesToRetain").map(_.toInt).getOrElse(100)
-    val shared = ExecutorMemory.get(RockstateConf.from(settings, retain))
-    // Fire-and-forget: a slow driver must never hold up the executor's start.
-    ctx.send(ExecutorReady(ctx.executorID(), ctx.hostname(), shared.blockCacheBytes,
-      shared.writeBufferManagerBytes))
+    // A bad setting must not crash-loop the executor: the stores report it at the first batch,
+    // where the user sees it.
+    try {
+      val settings = ctx.conf().getAll.toMap
+      val retain = settings.get("spark.sql.streaming.minBatchesToRetain").map(_.toInt)
+        .getOrElse(100)
+      val shared = ExecutorMemory.get(RockstateConf.from(settings, retain))
+      // The plugin context knows no host name inside executors; ask the OS.
+      val host = Try(InetAddress.getLocalHost.getHostName).getOrElse("unknown")
+      // Fire-and-forget: a slow driver must never hold up the executor's start.
+      ctx.send(ExecutorReady(ctx.executorID(), host, shared.blockCacheBytes,
+        shared.writeBufferManagerBytes))
+    } catch {
+      case NonFatal(e) =>
+        logWarning("rockstate executor plugin could not set up shared RocksDB memory; the " +
+          "first rockstate store in this executor will report why", e)
+    }
   }
 }

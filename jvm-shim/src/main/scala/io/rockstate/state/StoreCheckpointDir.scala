@@ -61,6 +61,11 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
             "checkpoint location. The checkpoint is incomplete; restore the file or restart " +
             "the query from an earlier version (`rockstate verify` lists every damaged version).",
           e)
+      case e: java.io.IOException =>
+        tmp.delete()
+        throw new CorruptCheckpointException(
+          s"rockstate: file $source of version $version cannot be read (${e.getMessage}); it " +
+            "is damaged. Restore the file or restart the query from an earlier version.", e)
     }
     if (size != entry.size || crc.getValue != entry.crc32) {
       tmp.delete()

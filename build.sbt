@@ -1,0 +1,62 @@
+// Builds the same rockstate-shim.jar as `python -m rockstate.build` and runs the JVM tests.
+//
+// Spark 4.3 is not taken from a Maven repository: the shim compiles against the jars of the
+// installed pyspark wheel (the very jars it runs with), found through `python3 -c "import
+// pyspark"` or the ROCKSTATE_SPARK_JARS folder. They are unmanaged and not packaged, like
+// `provided` dependencies. Maven Central supplies only sbt itself and ScalaTest.
+// Run it with `dev/sbt test package` (no installed sbt needed; see docs/development.md).
+
+import scala.sys.process._
+
+lazy val sparkJarsDir: File = sys.env.get("ROCKSTATE_SPARK_JARS").map(file).getOrElse {
+  val python = sys.env.getOrElse("PYTHON", "python3")
+  val dir = Seq(python, "-c",
+    "import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), 'jars'))").!!.trim
+  file(dir)
+}
+
+lazy val sparkJars: Seq[File] = {
+  val all = Option(sparkJarsDir.listFiles()).getOrElse(
+    sys.error(s"rockstate: no Spark jars in $sparkJarsDir; `pip install pyspark==4.3.0` or set " +
+      "ROCKSTATE_SPARK_JARS to a Spark 4.3 jars folder")).toSeq
+  // sbt brings the Scala library and compiler of the same version itself.
+  all.filter(f => f.getName.endsWith(".jar") && !f.getName.startsWith("scala-compiler") &&
+    !f.getName.startsWith("scala-library") && !f.getName.startsWith("scala-reflect"))
+}
+
+lazy val scalaFromSpark: String = sparkJarsDir.listFiles().map(_.getName)
+  .collectFirst { case n if n.startsWith("scala-library-2.13.") =>
+    n.stripPrefix("scala-library-").stripSuffix(".jar") }
+  .getOrElse("2.13.18")
+
+ThisBuild / scalaVersion := scalaFromSpark
+ThisBuild / organization := "io.rockstate"
+ThisBuild / version := "0.1.0"
+
+lazy val shim = (project in file("jvm-shim"))
+  .settings(
+    name := "rockstate-shim",
+    Compile / unmanagedJars ++= sparkJars.map(Attributed.blank),
+    Test / unmanagedJars ++= sparkJars.map(Attributed.blank),
+    libraryDependencies += "org.scalatest" %% "scalatest" % "3.2.19" % Test,
+    scalacOptions ++= Seq("-deprecation", "-feature", "-release", "17"),
+    Compile / packageBin / artifactPath := target.value / "rockstate-shim.jar",
+    Test / fork := true,
+    Test / parallelExecution := false,
+    Test / javaOptions ++= Seq(
+      "-Xmx1g",
+      "--add-opens=java.base/java.lang=ALL-UNNAMED",
+      "--add-opens=java.base/java.lang.invoke=ALL-UNNAMED",
+      "--add-opens=java.base/java.io=ALL-UNNAMED",
+      "--add-opens=java.base/java.net=ALL-UNNAMED",
+      "--add-opens=java.base/java.nio=ALL-UNNAMED",
+      "--add-opens=java.base/java.util=ALL-UNNAMED",
+      "--add-opens=java.base/java.util.concurrent=ALL-UNNAMED",
+      "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+      "--add-opens=java.base/sun.nio.cs=ALL-UNNAMED",
+      "--add-opens=java.base/sun.security.action=ALL-UNNAMED",
+      "--add-opens=java.base/sun.util.calendar=ALL-UNNAMED"))
+
+lazy val root = (project in file("."))
+  .aggregate(shim)
+  .settings(publish / skip := true)

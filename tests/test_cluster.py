@@ -1,0 +1,88 @@
+"""rockstate with real executor JVMs: local-cluster[2,1,1024].
+
+What crosses executor and driver goes through Spark's own channels (the plugin RPC), and an
+executor killed mid-query comes back with its state restored from the checkpoint location.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from pyspark.sql import functions as F
+
+import rockstate
+from streams import HDFS, run_stream
+
+pytestmark = pytest.mark.cluster
+
+SCHEMA = "key STRING, value INT, ts TIMESTAMP"
+
+
+def _ready_executors(spark) -> list[dict]:
+    jvm = spark.sparkContext._jvm
+    return json.loads(jvm.io.rockstate.plugin.RockstateDriverPlugin.readyExecutorsJson())
+
+
+def _wait_for(predicate, what: str, attempts: int = 120):
+    # Polls a condition the cluster reaches on its own; the bound only stops a hang.
+    for _ in range(attempts):
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _executor_pids(app_id: str) -> list[int]:
+    out = subprocess.run(["ps", "-eww", "-o", "pid=,args="], capture_output=True, text=True,
+                         check=True)
+    return [int(line.split()[0]) for line in out.stdout.splitlines()
+            if "CoarseGrainedExecutorBackend" in line and app_id in line]
+
+
+def test_every_executor_reports_its_shared_memory_to_the_driver(cluster_spark):
+    spark = cluster_spark
+    spark.range(100).repartition(4).count()  # make sure executors are up
+    ready = _wait_for(lambda: len(_ready_executors(spark)) >= 2 and _ready_executors(spark),
+                      "two executors to report")
+    assert {r["blockCacheBytes"] for r in ready} == {32 * 1024 * 1024}
+    assert len({r["executorId"] for r in ready}) >= 2
+
+
+def test_killed_executor_restores_state_from_the_checkpoint(cluster_spark, workdir: Path):
+    spark = cluster_spark
+    app_id = spark.sparkContext.applicationId
+    batches = [[{"key": f"k{(b * 7 + i) % 40}", "value": i, "ts": "2026-01-01 00:00:00"}
+                for i in range(30)] for b in range(6)]
+
+    def build(s):
+        return s.groupBy("key").agg(F.count("*").alias("n"), F.sum("value").alias("t"))
+
+    oracle = run_stream(spark, HDFS, build, batches, workdir=workdir, name="oracle",
+                        schema=SCHEMA)
+    killed: list[int] = []
+
+    def kill_an_executor(i: int) -> None:
+        if i != 3:
+            return
+        pids = _executor_pids(app_id)
+        assert pids, "no executor JVMs found to kill"
+        os.kill(pids[0], signal.SIGKILL)
+        killed.append(pids[0])
+        _wait_for(lambda: len([p for p in _executor_pids(app_id) if p not in killed]) >= 2,
+                  "the worker to start a replacement executor")
+
+    mine = run_stream(spark, rockstate.PROVIDER_CLASS, build, batches, workdir=workdir,
+                      name="mine", schema=SCHEMA, before_batch=kill_an_executor)
+    assert killed, "the executor was not killed"
+    assert mine.outputs == oracle.outputs
+    after_kill = [p for p in mine.progress if p["batchId"] >= 3]
+    downloaded = sum(p["stateOperators"][0]["customMetrics"]["rockstateBytesDownloaded"]
+                     for p in after_kill)
+    assert downloaded > 0, "the lost partitions should have been restored by download"
