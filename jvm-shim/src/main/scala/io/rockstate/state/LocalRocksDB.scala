@@ -130,7 +130,8 @@ object LocalRocksDB {
       if (closed) false
       else if (it.isValid) true
       else {
-        close()
+        try it.status() // surfaces a read error (e.g. a corrupt block) instead of ending early
+        finally close()
         false
       }
     }

@@ -158,18 +158,18 @@ class RockstateStateStoreProvider extends StateStoreProvider with Logging {
       throw new IllegalArgumentException(
         s"rockstate: column family '$name' of ${setup.id} has no schema registered on this " +
           "executor; register it (createColFamilyIfAbsent or registerColFamily) before use."))
-    codecCache.synchronized {
-      codecCache.get((name, id)) match {
-        case Some(c) if c.spec == spec => c
-        case _ =>
-          val c = new ColumnFamilyCodec(name, id, setup.useColumnFamilies, spec)
-          codecCache.put((name, id), c)
-          c
-      }
+    // Hot path: the declared spec is almost always the very object cached (eq is cheap).
+    val cached = codecCache.get((name, id))
+    if (cached != null && ((cached.spec eq spec) || cached.spec == spec)) cached
+    else {
+      val c = new ColumnFamilyCodec(name, id, setup.useColumnFamilies, spec)
+      codecCache.put((name, id), c)
+      c
     }
   }
 
-  private val codecCache = scala.collection.mutable.Map.empty[(String, Int), ColumnFamilyCodec]
+  private val codecCache =
+    new java.util.concurrent.ConcurrentHashMap[(String, Int), ColumnFamilyCodec]()
 
   private def rejectCheckpointIds(uniqueId: Option[String]): Unit = {
     if (uniqueId.isDefined) {

@@ -1,0 +1,182 @@
+"""The same stateful query on rockstate and on Spark's built-in providers, in one run.
+
+    python bench/provider_bench.py --keys 200000 --changed 20000 --batches 8
+
+Every provider runs in a fresh JVM of its own (a subprocess), on `local[2]`, over the same
+input: the first batch fills the state with ``--keys`` keys, every later batch updates
+``--changed`` of them. Per provider it prints throughput (input rows/s over all batches),
+p50/p95 of the state commit time Spark reports (``commitTimeMs``), bytes written to the
+checkpoint's state directory per batch after the first, and the JVM's peak resident memory;
+then rockstate's ratio against each of the others. Nothing here is asserted: the machines are
+shared, so the numbers are for reading, side by side, from one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+PROVIDERS = {
+    "rockstate": ("io.rockstate.state.RockstateStateStoreProvider", {}),
+    "spark-rocksdb": (
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+        {"spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "false"},
+    ),
+    "spark-rocksdb-changelog": (
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+        {"spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true"},
+    ),
+    "hdfs": ("org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider", {}),
+}
+
+
+def write_input(src: Path, keys: int, changed: int, batches: int) -> list[Path]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    files = []
+    for b in range(batches):
+        if b == 0:
+            ids = list(range(keys))
+        else:
+            start = (b * changed * 7) % keys
+            ids = [(start + i) % keys for i in range(changed)]
+        table = pa.table({"key": [f"key-{i:08d}" for i in ids],
+                          "value": pa.array([b] * len(ids), pa.int32())})
+        path = src.parent / "staged" / f"batch-{b:04d}.parquet"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, path)
+        files.append(path)
+    return files
+
+
+def state_files(checkpoint: Path) -> dict[str, int]:
+    root = checkpoint / "state"
+    out = {}
+    for p in root.rglob("*"):
+        if p.is_file() and not p.name.endswith(".crc"):
+            out[str(p)] = p.stat().st_size
+    return out
+
+
+def peak_rss_bytes(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def run_one(name: str, args: argparse.Namespace) -> dict:
+    """Runs in the child process: one provider, one JVM."""
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    import rockstate
+
+    provider, extra = PROVIDERS[name]
+    builder = (
+        SparkSession.builder.master("local[2]").appName(f"bench-{name}")
+        .config("spark.sql.shuffle.partitions", str(args.partitions))
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", "2g")
+    )
+    spark = rockstate.configure(builder).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.conf.set("spark.sql.streaming.stateStore.providerClass", provider)
+    for k, v in extra.items():
+        spark.conf.set(k, v)
+    work = Path(args.workdir) / name
+    src, checkpoint = work / "src", work / "checkpoint"
+    src.mkdir(parents=True)
+    staged = sorted((Path(args.workdir) / "input" / "staged").glob("*.parquet"))
+
+    df = spark.readStream.schema("key STRING, value INT").option("maxFilesPerTrigger", 1) \
+        .parquet(str(src))
+    query = (df.groupBy("key").agg(F.count("*").alias("n"), F.sum("value").alias("total"))
+             .writeStream.outputMode("update").format("noop")
+             .option("checkpointLocation", str(checkpoint)).start())
+    seen: dict[str, int] = {}
+    written, commits, rows, millis = [], [], 0, 0
+    for i, f in enumerate(staged):
+        shutil.copy(f, src / f.name)
+        query.processAllAvailable()
+        p = query.lastProgress
+        now = state_files(checkpoint)
+        new_bytes = sum(size for path, size in now.items() if seen.get(path) != size)
+        seen = now
+        if i > 0:  # the first batch loads the whole state; later ones are the steady state
+            written.append(new_bytes)
+            commits.append(p["stateOperators"][0]["commitTimeMs"])
+        rows += p["numInputRows"]
+        millis += p["durationMs"]["triggerExecution"]
+    query.stop()
+    pid = spark.sparkContext._gateway.proc.pid
+    result = {
+        "provider": name,
+        "rows_per_s": rows / (millis / 1000.0),
+        "commit_p50_ms": statistics.median(commits),
+        "commit_p95_ms": sorted(commits)[max(0, round(0.95 * len(commits)) - 1)],
+        "bytes_per_batch": statistics.mean(written),
+        "peak_rss_mb": peak_rss_bytes(pid) / 2**20,
+    }
+    spark.stop()
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--keys", type=int, default=200_000)
+    parser.add_argument("--changed", type=int, default=20_000)
+    parser.add_argument("--batches", type=int, default=8)
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--providers", default=",".join(PROVIDERS))
+    parser.add_argument("--workdir")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.child:
+        print("RESULT " + json.dumps(run_one(args.child, args)))
+        return 0
+
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="rockstate-bench-"))
+    args.workdir = str(workdir)
+    write_input(workdir / "input" / "src", args.keys, args.changed, args.batches)
+    results = {}
+    for name in args.providers.split(","):
+        cmd = [sys.executable, __file__, "--child", name, "--workdir", str(workdir),
+               "--keys", str(args.keys), "--changed", str(args.changed),
+               "--batches", str(args.batches), "--partitions", str(args.partitions)]
+        out = subprocess.run(cmd, capture_output=True, text=True, env=os.environ, check=False)
+        line = next((ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")), None)
+        if line is None:
+            print(f"{name} failed:\n{out.stderr[-3000:]}", file=sys.stderr)
+            return 1
+        results[name] = json.loads(line[len("RESULT "):])
+    cols = ["rows_per_s", "commit_p50_ms", "commit_p95_ms", "bytes_per_batch", "peak_rss_mb"]
+    print(f"keys={args.keys} changed/batch={args.changed} batches={args.batches} "
+          f"partitions={args.partitions}")
+    print(f"{'provider':26}" + "".join(f"{c:>17}" for c in cols))
+    for name, r in results.items():
+        print(f"{name:26}" + "".join(f"{r[c]:>17.1f}" for c in cols))
+    if "rockstate" in results:
+        mine = results["rockstate"]
+        for name, r in results.items():
+            if name == "rockstate":
+                continue
+            ratios = "  ".join(f"{c}={mine[c] / r[c]:.2f}" if r[c] else f"{c}=n/a" for c in cols)
+            print(f"rockstate / {name}: {ratios}")
+    shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
