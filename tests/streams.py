@@ -11,6 +11,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pyspark.sql import functions as F
+
 HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 SPARK_ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 PROVIDER_KEY = "spark.sql.streaming.stateStore.providerClass"
@@ -23,7 +25,7 @@ class StreamRun:
     progress: list[dict] = field(default_factory=list)
 
     def all_rows(self) -> list[tuple]:
-        return sorted(r for rows in self.outputs.values() for r in rows)
+        return sorted((r for rows in self.outputs.values() for r in rows), key=_key)
 
 
 def _key(row: tuple) -> str:
@@ -46,26 +48,29 @@ def run_stream(
 ) -> StreamRun:
     """Feeds ``batches`` (one JSON file each) to ``build(stream)`` and records every batch.
 
-    With ``sources=2`` the query gets two streams (for joins) and each batch item is
-    ``{"side": 0|1, ...}``. ``restart_at=i`` stops the query before batch ``i`` and starts it
-    again from its checkpoint, as a crashed or redeployed query would be. ``before_batch(i)``
-    runs while the query is live, before batch ``i`` arrives (to kill an executor, say).
+    With ``sources=2`` the query gets two streams (for joins), split from the one input by
+    each item's ``"side"`` (0 or 1), so both sides of a batch always arrive together.
+    ``restart_at=i`` stops the query before batch ``i`` and starts it again from its
+    checkpoint, as a crashed or redeployed query would be. ``before_batch(i)`` runs while the
+    query is live, before batch ``i`` arrives (to kill an executor, say).
     """
-    src = [workdir / f"{name}-src{i}" for i in range(sources)]
-    for s in src:
-        s.mkdir(parents=True, exist_ok=True)
+    src = workdir / f"{name}-src"
+    src.mkdir(parents=True, exist_ok=True)
     run = StreamRun(checkpoint=workdir / f"{name}-checkpoint")
     spark.conf.set(PROVIDER_KEY, provider)
+    if sources > 1:
+        schema = f"{schema}, side INT"
 
     def sink(df, batch_id: int) -> None:
         run.outputs[batch_id] = sorted((tuple(r) for r in df.collect()), key=_key)
 
     def start():
-        streams = [
-            spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).json(str(s))
-            for s in src
-        ]
-        df = build(*streams)
+        stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).json(str(src))
+        if sources > 1:
+            sides = [stream.filter(F.col("side") == i).drop("side") for i in range(sources)]
+            df = build(*sides)
+        else:
+            df = build(stream)
         return (
             df.writeStream.outputMode(output_mode)
             .foreachBatch(sink)
@@ -81,11 +86,11 @@ def run_stream(
                 query = start()
             if before_batch is not None:
                 before_batch(i)
-            for side, s in enumerate(src):
-                mine = [r for r in rows if r.get("side", 0) == side] if sources > 1 else rows
-                body = "".join(json.dumps({k: v for k, v in r.items() if k != "side"}) + "\n"
-                               for r in mine)
-                (s / f"batch-{i:04d}.json").write_text(body)
+            # One file per batch, moved into place whole: a trigger never sees half a batch.
+            body = "".join(json.dumps(r) + "\n" for r in rows)
+            tmp = src / f".batch-{i:04d}.json.tmp"
+            tmp.write_text(body)
+            tmp.rename(src / f"batch-{i:04d}.json")
             query.processAllAvailable()
             if query.lastProgress:
                 run.progress.append(query.lastProgress)

@@ -109,40 +109,20 @@ final class RockstateStateStore(
   }
 
   override def prefixScan(prefixKey: UnsafeRow, colFamilyName: String)
-      : StateStoreIterator[UnsafeRowPair] = {
-    val c = provider.codec(colFamilyName, "prefixScan")
-    require(c.supportsPrefixScan,
-      s"rockstate: prefixScan on '$colFamilyName' needs a PrefixKeyScanStateEncoderSpec")
-    val p = c.encodePrefixKey(prefixKey)
-    pairs(c, p, prefixEnd(p).orElse(c.upperBound), multi = false)
-  }
+      : StateStoreIterator[UnsafeRowPair] =
+    prefixPairs(prefixKey, colFamilyName, "prefixScan", multi = false)
 
   override def prefixScanWithMultiValues(prefixKey: UnsafeRow, colFamilyName: String)
-      : StateStoreIterator[UnsafeRowPair] = {
-    val c = multiValued(colFamilyName, "prefixScanWithMultiValues")
-    require(c.supportsPrefixScan,
-      s"rockstate: prefixScan on '$colFamilyName' needs a PrefixKeyScanStateEncoderSpec")
-    val p = c.encodePrefixKey(prefixKey)
-    pairs(c, p, prefixEnd(p).orElse(c.upperBound), multi = true)
-  }
+      : StateStoreIterator[UnsafeRowPair] =
+    prefixPairs(prefixKey, colFamilyName, "prefixScanWithMultiValues", multi = true)
 
   override def rangeScan(startKey: Option[UnsafeRow], endKey: Option[UnsafeRow],
-      colFamilyName: String): StateStoreIterator[UnsafeRowPair] = {
-    val c = provider.codec(colFamilyName, "rangeScan")
-    require(c.supportsRangeScan,
-      s"rockstate: rangeScan on '$colFamilyName' needs a RangeKeyScanStateEncoderSpec")
-    pairs(c, startKey.map(c.encodeKey).getOrElse(c.prefix),
-      endKey.map(c.encodeKey).orElse(c.upperBound), multi = false)
-  }
+      colFamilyName: String): StateStoreIterator[UnsafeRowPair] =
+    rangePairs(startKey, endKey, colFamilyName, "rangeScan", multi = false)
 
   override def rangeScanWithMultiValues(startKey: Option[UnsafeRow], endKey: Option[UnsafeRow],
-      colFamilyName: String): StateStoreIterator[UnsafeRowPair] = {
-    val c = multiValued(colFamilyName, "rangeScanWithMultiValues")
-    require(c.supportsRangeScan,
-      s"rockstate: rangeScan on '$colFamilyName' needs a RangeKeyScanStateEncoderSpec")
-    pairs(c, startKey.map(c.encodeKey).getOrElse(c.prefix),
-      endKey.map(c.encodeKey).orElse(c.upperBound), multi = true)
-  }
+      colFamilyName: String): StateStoreIterator[UnsafeRowPair] =
+    rangePairs(startKey, endKey, colFamilyName, "rangeScanWithMultiValues", multi = true)
 
   // ---- writes ----
 
@@ -154,14 +134,8 @@ final class RockstateStateStore(
     write(c.encodeKey(key), c.encodeValue(value), merge = false)
   }
 
-  override def putList(key: UnsafeRow, values: Array[UnsafeRow], colFamilyName: String): Unit = {
-    checkWritable("putList")
-    require(key != null, "rockstate: key cannot be null")
-    require(values != null && values.nonEmpty && !values.contains(null),
-      "rockstate: putList needs a non-empty list without nulls")
-    val c = multiValued(colFamilyName, "putList")
-    write(c.encodeKey(key), c.encodeValues(values), merge = false)
-  }
+  override def putList(key: UnsafeRow, values: Array[UnsafeRow], colFamilyName: String): Unit =
+    writeList("putList", key, values, colFamilyName, merge = false)
 
   override def merge(key: UnsafeRow, value: UnsafeRow, colFamilyName: String): Unit = {
     checkWritable("merge")
@@ -171,14 +145,8 @@ final class RockstateStateStore(
     write(c.encodeKey(key), c.encodeValue(value), merge = true)
   }
 
-  override def mergeList(key: UnsafeRow, values: Array[UnsafeRow], colFamilyName: String): Unit = {
-    checkWritable("mergeList")
-    require(key != null, "rockstate: key cannot be null")
-    require(values != null && values.nonEmpty && !values.contains(null),
-      "rockstate: mergeList needs a non-empty list without nulls")
-    val c = multiValued(colFamilyName, "mergeList")
-    write(c.encodeKey(key), c.encodeValues(values), merge = true)
-  }
+  override def mergeList(key: UnsafeRow, values: Array[UnsafeRow], colFamilyName: String): Unit =
+    writeList("mergeList", key, values, colFamilyName, merge = true)
 
   override def remove(key: UnsafeRow, colFamilyName: String): Unit = {
     checkWritable("remove")
@@ -270,6 +238,37 @@ final class RockstateStateStore(
     vdb.markDirty()
     if (provider.conf.trackTotalNumberOfRows && vdb.rocksDB.get(k) == null) vdb.addKeys(1)
     if (merge) vdb.rocksDB.merge(k, v) else vdb.rocksDB.put(k, v)
+  }
+
+  private def writeList(op: String, key: UnsafeRow, values: Array[UnsafeRow], family: String,
+      merge: Boolean): Unit = {
+    checkWritable(op)
+    require(key != null, "rockstate: key cannot be null")
+    require(values != null && values.nonEmpty && !values.contains(null),
+      s"rockstate: $op needs a non-empty list without nulls")
+    val c = multiValued(family, op)
+    write(c.encodeKey(key), c.encodeValues(values), merge)
+  }
+
+  private def codecFor(family: String, op: String, multi: Boolean): ColumnFamilyCodec =
+    if (multi) multiValued(family, op) else provider.codec(family, op)
+
+  private def prefixPairs(prefixKey: UnsafeRow, family: String, op: String, multi: Boolean)
+      : StateStoreIterator[UnsafeRowPair] = {
+    val c = codecFor(family, op, multi)
+    require(c.supportsPrefixScan,
+      s"rockstate: $op on '$family' needs a PrefixKeyScanStateEncoderSpec")
+    val p = c.encodePrefixKey(prefixKey)
+    pairs(c, p, prefixEnd(p).orElse(c.upperBound), multi)
+  }
+
+  private def rangePairs(startKey: Option[UnsafeRow], endKey: Option[UnsafeRow], family: String,
+      op: String, multi: Boolean): StateStoreIterator[UnsafeRowPair] = {
+    val c = codecFor(family, op, multi)
+    require(c.supportsRangeScan,
+      s"rockstate: $op on '$family' needs a RangeKeyScanStateEncoderSpec")
+    pairs(c, startKey.map(c.encodeKey).getOrElse(c.prefix),
+      endKey.map(c.encodeKey).orElse(c.upperBound), multi)
   }
 
   private def multiValued(name: String, op: String): ColumnFamilyCodec = {
