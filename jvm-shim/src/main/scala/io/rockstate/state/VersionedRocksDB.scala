@@ -143,6 +143,7 @@ final class VersionedRocksDB(
     try {
       val local = Option(snapshotDir.listFiles()).getOrElse(Array.empty[File]).toSeq.sortBy(_.getName)
       val metaDir = s"meta/$version-${UUID.randomUUID()}"
+      Files.createDirectories(cacheDir.toPath) // absent after loadEmpty
       var uploaded = 0L
       var reused = 0L
       var nUploaded = 0
@@ -158,7 +159,6 @@ final class VersionedRocksDB(
             val path = s"sst/${name.stripSuffix(".sst")}-${UUID.randomUUID()}.sst"
             val (size, crc) = checkpointDir.upload(f, path)
             val cached = new File(cacheDir, cacheName(path))
-            Files.createDirectories(cacheDir.toPath)
             if (!cached.exists()) Files.createLink(cached.toPath, f.toPath)
             uploaded += size
             nUploaded += 1
