@@ -91,6 +91,9 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
     try cp.createCheckpoint(target.getAbsolutePath) finally cp.close()
   }
 
+  /** Bytes of the SST files the current version uses. */
+  def sstBytes: Long = db.getLongProperty("rocksdb.live-sst-files-size")
+
   def approximateMemoryBytes: Long =
     db.getLongProperty("rocksdb.cur-size-all-mem-tables") +
       db.getLongProperty("rocksdb.estimate-table-readers-mem")

@@ -16,7 +16,20 @@ final case class RockstateConf(
     bloomFilterBitsPerKey: Int,
     minVersionsToRetain: Int,
     orphanFileGraceMs: Long,
-    trackTotalNumberOfRows: Boolean)
+    trackTotalNumberOfRows: Boolean,
+    snapshotInterval: Int,
+    snapshotUploadThreads: Int,
+    localRecovery: Boolean,
+    localDir: String,
+    testUploadDelayMs: Long) {
+
+  /**
+   * Whether an upload that took `ms` may have lost files to an orphan sweep elsewhere (files
+   * older than the grace are fair game); such an upload must not write its manifest. A grace
+   * of 0 turns the protection off (tests only).
+   */
+  def outlivedGrace(ms: Long): Boolean = orphanFileGraceMs > 0 && ms > orphanFileGraceMs / 2
+}
 
 object RockstateConf {
   val Prefix = "spark.sql.streaming.stateStore.rockstate."
@@ -28,6 +41,12 @@ object RockstateConf {
   val BloomFilterBitsPerKey = Prefix + "bloomFilterBitsPerKey"
   val OrphanFileGraceMs = Prefix + "orphanFileGraceMs"
   val TrackTotalNumberOfRows = Prefix + "trackTotalNumberOfRows"
+  val SnapshotInterval = Prefix + "snapshotInterval"
+  val SnapshotUploadThreads = Prefix + "snapshotUploadThreads"
+  val LocalRecovery = Prefix + "localRecovery"
+  val LocalDir = Prefix + "localDir"
+  // Testing only: a pause before each snapshot file upload, to kill or stop mid-upload.
+  val TestUploadDelayMs = Prefix + "testing.snapshotUploadDelayMs"
 
   val Defaults: Map[String, String] = Map(
     BlockCacheSizeMB -> "128",
@@ -36,7 +55,12 @@ object RockstateConf {
     Compression -> "lz4",
     BloomFilterBitsPerKey -> "10",
     OrphanFileGraceMs -> "600000",
-    TrackTotalNumberOfRows -> "true")
+    TrackTotalNumberOfRows -> "true",
+    SnapshotInterval -> "10",
+    SnapshotUploadThreads -> "2",
+    LocalRecovery -> "true",
+    LocalDir -> "",
+    TestUploadDelayMs -> "0")
 
   private val Codecs = Set("none", "snappy", "lz4", "zstd")
 
@@ -56,6 +80,13 @@ object RockstateConf {
       }
       v
     }
+    def bool(key: String): Boolean = get(key).toLowerCase(Locale.ROOT) match {
+      case "true" => true
+      case "false" => false
+      case other =>
+        throw new IllegalArgumentException(
+          s"rockstate: $key must be true or false, got '$other'; the default is ${Defaults(key)}.")
+    }
     val codec = get(Compression).toLowerCase(Locale.ROOT)
     if (!Codecs.contains(codec)) {
       throw new IllegalArgumentException(
@@ -70,6 +101,11 @@ object RockstateConf {
       bloomFilterBitsPerKey = long(BloomFilterBitsPerKey, 0).toInt,
       minVersionsToRetain = math.max(1, minVersionsToRetain),
       orphanFileGraceMs = long(OrphanFileGraceMs, 0),
-      trackTotalNumberOfRows = get(TrackTotalNumberOfRows).toBoolean)
+      trackTotalNumberOfRows = bool(TrackTotalNumberOfRows),
+      snapshotInterval = long(SnapshotInterval, 1).toInt,
+      snapshotUploadThreads = long(SnapshotUploadThreads, 1).toInt,
+      localRecovery = bool(LocalRecovery),
+      localDir = get(LocalDir),
+      testUploadDelayMs = long(TestUploadDelayMs, 0))
   }
 }

@@ -13,7 +13,8 @@ import org.apache.spark.sql.types.StructType
 final class RockstateStateStore(
     provider: RockstateStateStoreProvider,
     override val version: Long,
-    readOnly: Boolean) extends StateStore with Logging {
+    readOnly: Boolean,
+    forceSnapshot: Boolean = false) extends StateStore with Logging {
 
   private sealed trait Phase
   private case object Updating extends Phase
@@ -64,7 +65,7 @@ final class RockstateStateStore(
     else {
       val c = provider.codec(colFamilyName, "removeColFamilyIfExists")
       if (provider.conf.trackTotalNumberOfRows) vdb.addKeys(-countRange(c.prefix, c.upperBound))
-      vdb.rocksDB.deleteRange(c.prefix, c.upperBound.get)
+      vdb.deleteRange(c.prefix, c.upperBound.get)
       vdb.dropColumnFamily(colFamilyName)
       provider.forget(colFamilyName)
       true
@@ -153,9 +154,8 @@ final class RockstateStateStore(
     require(key != null, "rockstate: key cannot be null")
     val c = provider.codec(colFamilyName, "remove")
     val k = c.encodeKey(key)
-    vdb.markDirty()
     if (provider.conf.trackTotalNumberOfRows && vdb.rocksDB.get(k) != null) vdb.addKeys(-1)
-    vdb.rocksDB.delete(k)
+    vdb.delete(k)
   }
 
   override def deleteRange(beginKey: UnsafeRow, endKey: UnsafeRow, colFamilyName: String): Unit = {
@@ -165,9 +165,8 @@ final class RockstateStateStore(
     require(c.supportsRangeScan,
       s"rockstate: deleteRange on '$colFamilyName' needs a RangeKeyScanStateEncoderSpec")
     val (b, e) = (c.encodeKey(beginKey), c.encodeKey(endKey))
-    vdb.markDirty()
     if (provider.conf.trackTotalNumberOfRows) vdb.addKeys(-countRange(b, Some(e)))
-    vdb.rocksDB.deleteRange(b, e)
+    vdb.deleteRange(b, e)
   }
 
   // ---- lifecycle ----
@@ -176,13 +175,14 @@ final class RockstateStateStore(
     checkWritable("commit")
     val newVersion = version + 1
     try {
-      val manifest = vdb.commit(newVersion)
+      val manifest = vdb.commit(newVersion, forceSnapshot)
       phase = Committed
       checkpointInfo = Some(StateStoreCheckpointInfo(id.partitionId, newVersion, None, None))
       StateStore.reportCommitToCoordinator(newVersion, id, provider.hadoopConf)
       logInfo(s"rockstate committed version $newVersion of $id: " +
-        s"${manifest.stats.filesUploaded} files / ${manifest.stats.bytesUploaded} bytes " +
-        s"uploaded, ${manifest.stats.filesReused} files / ${manifest.stats.bytesReused} reused")
+        s"${vdb.commitFigures.changelogRecords} changes, ${vdb.commitFigures.commitBytes} bytes " +
+        s"written; lineage ${manifest.snapshot.map(_.version).getOrElse(0L)} + " +
+        s"${manifest.changelogs.size} changelogs")
       newVersion
     } catch {
       case e: Throwable =>
@@ -211,21 +211,9 @@ final class RockstateStateStore(
 
   override def hasCommitted: Boolean = phase == Committed
 
-  override def metrics: StateStoreMetrics = {
-    val s = vdb.snapshotStats
-    val l = vdb.loadStats
-    val custom: Map[StateStoreCustomMetric, Long] = Map(
-      RockstateMetrics.SnapshotSyncMs -> s.syncMs,
-      RockstateMetrics.SnapshotAsyncMs -> s.asyncMs,
-      RockstateMetrics.BytesUploaded -> s.bytesUploaded,
-      RockstateMetrics.BytesReused -> s.bytesReused,
-      RockstateMetrics.FilesUploaded -> s.filesUploaded.toLong,
-      RockstateMetrics.FilesReused -> s.filesReused.toLong,
-      RockstateMetrics.LoadMs -> l.loadMs,
-      RockstateMetrics.BytesDownloaded -> l.bytesDownloaded,
-      RockstateMetrics.StateBytes -> vdb.stateBytes)
-    StateStoreMetrics(vdb.numKeys, vdb.memoryBytes, custom)
-  }
+  override def metrics: StateStoreMetrics =
+    StateStoreMetrics(vdb.numKeys, vdb.memoryBytes,
+      RockstateMetrics.values(vdb.commitFigures, vdb.loadStats, vdb.stateBytes))
 
   override def getStateStoreCheckpointInfo(): StateStoreCheckpointInfo =
     checkpointInfo.getOrElse(StateStoreCheckpointInfo(id.partitionId, version, None, None))
@@ -235,9 +223,8 @@ final class RockstateStateStore(
   // ---- helpers ----
 
   private def write(k: Array[Byte], v: Array[Byte], merge: Boolean): Unit = {
-    vdb.markDirty()
     if (provider.conf.trackTotalNumberOfRows && vdb.rocksDB.get(k) == null) vdb.addKeys(1)
-    if (merge) vdb.rocksDB.merge(k, v) else vdb.rocksDB.put(k, v)
+    if (merge) vdb.merge(k, v) else vdb.put(k, v)
   }
 
   private def writeList(op: String, key: UnsafeRow, values: Array[UnsafeRow], family: String,

@@ -1,14 +1,9 @@
 package io.rockstate.state
 
-import java.io.File
-import java.nio.file.Files
-import java.util.UUID
-
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
 
-import org.apache.spark.SparkFiles
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
@@ -23,7 +18,8 @@ private[state] final case class ProviderSetup(
     storeConf: StateStoreConf,
     hadoopConf: Configuration,
     conf: RockstateConf,
-    checkpointDir: StoreCheckpointDir)
+    checkpointDir: StoreCheckpointDir,
+    cleaner: RetentionCleaner)
 
 /**
  * rockstate's StateStoreProvider: one per (operator, partition, store name) on an executor.
@@ -61,14 +57,14 @@ class RockstateStateStoreProvider extends StateStoreProvider with Logging {
     val family = ColumnFamilySpec(keySchema, valueSchema, keyStateEncoderSpec,
       useMultipleValuesPerKey)
     setup = ProviderSetup(stateStoreId, keySchema, valueSchema, family, useColumnFamilies, storeConfs,
-      hadoopConf, conf, dir)
+      hadoopConf, conf, dir, new RetentionCleaner(dir, conf))
     declared.put(StateStore.DEFAULT_COL_FAMILY_NAME, family)
-    val localRoot = new File(localStateRoot,
-      s"op${stateStoreId.operatorId}-p${stateStoreId.partitionId}-${stateStoreId.storeName}-" +
-        UUID.randomUUID().toString.take(8))
-    Files.createDirectories(localRoot.toPath)
+    // Found again by path, so a restarted query on this executor recovers locally.
+    val local = LocalStoreFiles.forStore(dir.root.toUri.toString,
+      s"op${stateStoreId.operatorId}-p${stateStoreId.partitionId}-${stateStoreId.storeName}",
+      conf.localDir)
     versioned = new VersionedRocksDB(stateStoreId.operatorId, stateStoreId.partitionId,
-      stateStoreId.storeName, dir, localRoot, conf, useColumnFamilies)
+      stateStoreId.storeName, dir, local, conf, useColumnFamilies)
   }
 
   override def stateStoreId: StateStoreId = setup.id
@@ -81,7 +77,7 @@ class RockstateStateStoreProvider extends StateStoreProvider with Logging {
     rejectCheckpointIds(uniqueId)
     require(version >= 0, s"rockstate: version cannot be negative, got $version")
     if (loadEmpty) versioned.loadEmpty(version) else versioned.load(version)
-    new RockstateStateStore(this, version, readOnly = false)
+    new RockstateStateStore(this, version, readOnly = false, forceSnapshotOnCommit)
   }
 
   // Spark's default would load the version twice per partition (read, then write store).
@@ -101,7 +97,7 @@ class RockstateStateStoreProvider extends StateStoreProvider with Logging {
     require(readStore.version == version,
       s"rockstate: cannot upgrade a read store of version ${readStore.version} to $version")
     versioned.load(version) // a no-op when the read store's version is still loaded
-    new RockstateStateStore(this, version, readOnly = false)
+    new RockstateStateStore(this, version, readOnly = false, forceSnapshotOnCommit)
   }
 
   override def doMaintenance(): Unit = {
@@ -109,14 +105,18 @@ class RockstateStateStoreProvider extends StateStoreProvider with Logging {
     doCleanupMaintenance()
   }
 
-  // Snapshots are uploaded at commit; the asynchronous pipeline arrives with changelog commits.
+  // Snapshots are taken by commits and uploaded by rockstate's own background threads as soon
+  // as they are taken, not at Spark's maintenance interval.
   override def doSnapshotMaintenance(): Unit = ()
 
   override def doCleanupMaintenance(): Unit = {
     val s = setup
     if (s != null) {
       try {
-        val keep = RetentionCleaner.clean(s.checkpointDir, s.conf, System.currentTimeMillis())
+        val (stats, keep) = s.cleaner.synchronized(s.cleaner.clean(System.currentTimeMillis()))
+        if (stats.versionsExpired + stats.filesDeleted + stats.orphansDeleted > 0) {
+          logInfo(s"rockstate cleanup of ${s.id}: $stats")
+        }
         lock.synchronized(versioned.pruneCache(keep))
       } catch {
         case NonFatal(e) =>
@@ -178,14 +178,6 @@ class RockstateStateStoreProvider extends StateStoreProvider with Logging {
           "checkpoint ids). Set spark.sql.streaming.stateStore.checkpointFormatVersion=1 " +
           "before the query's first batch.")
     }
-  }
-
-  /** Executor-local scratch space: Spark's per-application files dir, else java.io.tmpdir. */
-  private def localStateRoot: File = {
-    val base = try new File(SparkFiles.getRootDirectory()) catch {
-      case NonFatal(_) => new File(System.getProperty("java.io.tmpdir"))
-    }
-    new File(base, "rockstate")
   }
 
   override def toString: String = s"RockstateStateStoreProvider[${Option(setup).map(_.id)}]"

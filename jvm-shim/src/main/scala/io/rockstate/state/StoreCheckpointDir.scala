@@ -2,6 +2,7 @@ package io.rockstate.state
 
 import java.io.{File, FileInputStream, FileOutputStream, InputStream, OutputStream}
 import java.nio.file.Files
+import java.util.UUID
 import java.util.zip.CRC32
 
 import scala.util.Using
@@ -14,9 +15,11 @@ import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileMana
 /**
  * One store's directory in the query's checkpoint location (any Hadoop file system):
  *
- *   <store>/manifests/<version>.json   the version's manifest, written last and atomically
- *   <store>/sst/<name>-<uuid>.sst      SST files, uploaded once and shared by later versions
- *   <store>/meta/<version>-<uuid>/...  RocksDB's small per-version files (MANIFEST, OPTIONS...)
+ *   <store>/manifests/<version>.json       a version's manifest, written last and atomically
+ *   <store>/changelog/<version>-<uuid>.log a batch's changes
+ *   <store>/snapshots/<version>-<uuid>.json a snapshot's manifest, written after its files
+ *   <store>/sst/<name>-<uuid>.sst          SST files, uploaded once and shared by snapshots
+ *   <store>/meta/<version>-<uuid>/...      RocksDB's small per-snapshot files (MANIFEST...)
  *
  * Unique upload names mean two attempts of one batch (retry, speculation, a zombie task) never
  * overwrite each other's files; the manifest that lands decides which files the version uses.
@@ -26,6 +29,7 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
   private lazy val fileManager = CheckpointFileManager.create(root, hadoopConf)
 
   val manifestsDir = new Path(root, "manifests")
+  val snapshotsDir = new Path(root, "snapshots")
 
   def manifestPath(version: Long): Path = new Path(manifestsDir, s"$version.json")
 
@@ -45,8 +49,12 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
    * Copies a file down and checks it against the manifest; a missing, short or altered file
    * fails with the file and version named, never passing as empty state.
    */
-  def download(entry: StateFile, version: Long, local: File): Unit = {
-    val source = resolve(entry.path)
+  def download(entry: StateFile, version: Long, local: File): Unit =
+    download(entry.path, entry.size, entry.crc32, s"version $version", local)
+
+  def download(path: String, expectedSize: Long, expectedCrc: Long, neededBy: String,
+      local: File): Unit = {
+    val source = resolve(path)
     val tmp = new File(local.getParentFile, local.getName + ".part")
     val crc = new CRC32()
     val size = try {
@@ -57,37 +65,73 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
       case e: java.io.FileNotFoundException =>
         tmp.delete()
         throw new CorruptCheckpointException(
-          s"rockstate: file $source, needed by version $version, is missing from the " +
+          s"rockstate: file $source, needed by $neededBy, is missing from the " +
             "checkpoint location. The checkpoint is incomplete; restore the file or restart " +
             "the query from an earlier version (`rockstate verify` lists every damaged version).",
           e)
       case e: java.io.IOException =>
         tmp.delete()
         throw new CorruptCheckpointException(
-          s"rockstate: file $source of version $version cannot be read (${e.getMessage}); it " +
+          s"rockstate: file $source of $neededBy cannot be read (${e.getMessage}); it " +
             "is damaged. Restore the file or restart the query from an earlier version.", e)
     }
-    if (size != entry.size || crc.getValue != entry.crc32) {
+    if (size != expectedSize || crc.getValue != expectedCrc) {
       tmp.delete()
       throw new CorruptCheckpointException(
-        s"rockstate: file $source of version $version is damaged: expected ${entry.size} " +
-          s"bytes with CRC32 ${entry.crc32}, found $size bytes with CRC32 ${crc.getValue}. " +
+        s"rockstate: file $source of $neededBy is damaged: expected $expectedSize " +
+          s"bytes with CRC32 $expectedCrc, found $size bytes with CRC32 ${crc.getValue}. " +
           "Restore the file or restart the query from an earlier version.")
     }
     Files.move(tmp.toPath, local.toPath, java.nio.file.StandardCopyOption.REPLACE_EXISTING)
   }
 
-  def writeManifest(m: VersionManifest): Unit = {
-    fs.mkdirs(manifestsDir)
-    val out = fileManager.createAtomic(manifestPath(m.version), true)
+  def writeManifest(m: VersionManifest): Long =
+    writeAtomic(manifestPath(m.version), VersionManifest.toJson(m))
+
+  /** Writes a snapshot's manifest, returning its path relative to the store directory. */
+  def writeSnapshotManifest(m: SnapshotManifest): String = {
+    val relative = s"snapshots/${m.version}-${UUID.randomUUID()}.json"
+    writeAtomic(resolve(relative), VersionManifest.toJson(m))
+    relative
+  }
+
+  /** Writes a whole small file atomically (temporary file and rename); returns its size. */
+  private def writeAtomic(path: Path, bytes: Array[Byte]): Long = {
+    fs.mkdirs(path.getParent)
+    val out = fileManager.createAtomic(path, true)
     try {
-      out.write(VersionManifest.toJson(m))
+      out.write(bytes)
       out.close()
     } catch {
       case e: Throwable =>
         out.cancel()
         throw e
     }
+    bytes.length
+  }
+
+  def readSnapshotManifest(relative: String, neededBy: String): SnapshotManifest = {
+    val path = resolve(relative)
+    val bytes = try Using.resource(fs.open(path))(_.readAllBytes()) catch {
+      case e: java.io.FileNotFoundException =>
+        throw new CorruptCheckpointException(
+          s"rockstate: snapshot manifest $path, needed by $neededBy, is missing; the " +
+            "checkpoint is incomplete. Restore the file or restart the query from an earlier " +
+            "version (`rockstate verify` lists every damaged version).", e)
+    }
+    VersionManifest.snapshotFromJson(bytes, path.toString)
+  }
+
+  /** Snapshot manifests present: path relative to the store, version, modification time. */
+  def listSnapshots(): Seq[(String, Long, Long)] = {
+    if (!fs.exists(snapshotsDir)) return Seq.empty
+    fs.listStatus(snapshotsDir).toSeq.flatMap { st =>
+      val name = st.getPath.getName
+      val version = name.takeWhile(_ != '-')
+      if (name.endsWith(".json") && version.nonEmpty && version.forall(_.isDigit)) {
+        Some((s"snapshots/$name", version.toLong, st.getModificationTime))
+      } else None
+    }.sortBy(_._2)
   }
 
   def manifestExists(version: Long): Boolean = fs.exists(manifestPath(version))
@@ -124,7 +168,7 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
       .sorted
   }
 
-  /** Every data file under sst/ and meta/, with its modification time. */
+  /** Every data file under sst/, meta/ and changelog/, with its modification time. */
   def listDataFiles(): Seq[(String, FileStatus)] = {
     def walk(dir: Path, rel: String): Seq[(String, FileStatus)] = {
       if (!fs.exists(dir)) Seq.empty
@@ -133,9 +177,11 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
         if (st.isDirectory) walk(st.getPath, name) else Seq(name -> st)
       }
     }
-    walk(resolve("sst"), "sst") ++ walk(resolve("meta"), "meta")
+    Seq("sst", "meta", "changelog").flatMap(d => walk(resolve(d), d))
+      .filterNot(_._1.endsWith(".crc")) // Hadoop's local file system's checksum sidecars
   }
 
+  /** Deletes a file (and the checksum sidecar Hadoop's local file system keeps beside it). */
   def delete(relative: String): Unit = fs.delete(resolve(relative), false)
 
   def deleteManifest(version: Long): Unit = fs.delete(manifestPath(version), false)

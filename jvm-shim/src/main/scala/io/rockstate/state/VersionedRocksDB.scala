@@ -3,60 +3,94 @@ package io.rockstate.state
 import java.io.File
 import java.nio.file.Files
 import java.util.UUID
+import java.util.concurrent.atomic.{AtomicBoolean, AtomicReference}
+
+import scala.util.control.NonFatal
 
 import org.apache.commons.io.FileUtils
 
 import org.apache.spark.internal.Logging
 
 /** Figures of the last load, reported as custom metrics. */
-final case class LoadStats(loadMs: Long, bytesDownloaded: Long, filesDownloaded: Int)
+final case class LoadStats(loadMs: Long, bytesDownloaded: Long, filesDownloaded: Int,
+    changelogsReplayed: Int)
+
+/** What the last commit did, for the batch's metrics. */
+final case class CommitFigures(
+    commitBytes: Long, // written to the checkpoint location on the task's path
+    changelogRecords: Long,
+    snapshotSyncMs: Long, // synchronous part of a snapshot this commit took (0: none taken)
+    completed: SnapshotStats, // snapshots whose upload ended since the previous commit, summed
+    snapshotsCompleted: Int,
+    snapshotsFailed: Int)
+
+object CommitFigures {
+  val Zero: CommitFigures = CommitFigures(0, 0, 0, SnapshotStats.Zero, 0, 0)
+}
 
 /**
- * A store's RocksDB together with the version it holds. Loads any committed version (from the
- * open instance when it is current, from hard links in the local file cache when the files are
- * here, downloading only what is missing), commits new versions as incremental snapshots, and
- * rolls back an aborted batch by reopening the last committed version.
+ * A store's RocksDB together with the version it holds.
  *
- * Not thread-safe on its own: the provider serialises task access and maintenance.
+ * Commit path (synchronous, on the task): the batch's changes, logged as they are made, are
+ * uploaded as one changelog file, then the version manifest names the lineage: the newest
+ * confirmed snapshot plus every changelog after it. Every `snapshotInterval` versions the commit
+ * also takes a local hard-link checkpoint (a snapshot's synchronous part) and hands it to the
+ * background uploader (the asynchronous part); later commits rebase onto it once its manifest
+ * is written. Loading a version = its snapshot plus the replay of its changelogs, served from
+ * the open instance when it holds an earlier point of the same lineage, else from the
+ * executor's local files, downloading only what is missing.
+ *
+ * Not thread-safe on its own: the provider serialises task access and maintenance. Upload
+ * threads touch only the atomics and `completions`.
  */
 final class VersionedRocksDB(
     operatorId: Long,
     partitionId: Int,
     storeName: String,
     checkpointDir: StoreCheckpointDir,
-    localRoot: File,
+    local: LocalStoreFiles,
     conf: RockstateConf,
     useColumnFamilies: Boolean) extends Logging {
+  import VersionedRocksDB._
 
   private val storeId = s"rockstate store (operator $operatorId, partition $partitionId, " +
     s"store $storeName)"
-  private val workDir = new File(localRoot, "db")
-  // Hard links to every SST this instance uploaded or downloaded, by remote name: local
-  // recovery reopens any retained version from here without downloading.
-  private val cacheDir = new File(localRoot, "sst-cache")
+  private val workDir = local.newWorkPath("db")
 
   private var db: Option[LocalRocksDB] = None
   private var loaded: Long = -1L
   private var dirty = false
-  // SST files of the loaded lineage, by local name: the ones a new snapshot may reuse.
-  private var lineage: Map[String, StateFile] = Map.empty
+  // The loaded version's lineage: `base` (None: empty state) plus the replay of `chain`.
+  private var base: Option[SnapshotRef] = None
+  private var baseStateId: String = EmptyState
+  private var chain: Vector[ChangelogRef] = Vector.empty
   private var keys: Long = 0L
-  private var families: Map[String, Int] = Map.empty
-  private var lastLoad = LoadStats(0, 0, 0)
-  private var lastSnapshot = SnapshotStats(0, 0, 0, 0, 0, 0)
+  private var families: Map[String, Int] = DefaultFamilies
+  private var confirmedFiles = new ConfirmedFiles(Nil)
+  private var changelog: Option[Changelog.Writer] = None
+  private var lastLoad = LoadStats(0, 0, 0, 0)
+  private var lastCommit = CommitFigures.Zero
+
+  private val snapshotInFlight = new AtomicBoolean(false)
+  // The newest snapshot this instance's uploads confirmed, with the state id it holds.
+  private val newestSnapshot = new AtomicReference[Option[(SnapshotRef, String)]](None)
+  private val completions = new Object
+  private var completed = (SnapshotStats.Zero, 0, 0) // stats, completed, failed; under completions
 
   def loadedVersion: Long = loaded
   def numKeys: Long = keys
   def columnFamilyIds: Map[String, Int] = families
   def loadStats: LoadStats = lastLoad
-  def snapshotStats: SnapshotStats = lastSnapshot
-  def stateBytes: Long = lineage.values.map(_.size).sum
+  def commitFigures: CommitFigures = lastCommit
   def memoryBytes: Long = db.map(_.approximateMemoryBytes).getOrElse(0L)
+  def stateBytes: Long = db.map(_.sstBytes).getOrElse(0L)
+
+  /** The version's identity: the path of its changelog (unique per commit attempt). */
+  private def stateId: String = chain.lastOption.map(_.path).getOrElse(baseStateId)
 
   def rocksDB: LocalRocksDB = db.getOrElse(
     throw new IllegalStateException(s"rockstate: $storeId has no version loaded"))
 
-  def markDirty(): Unit = dirty = true
   def addKeys(delta: Long): Unit = keys += delta
 
   def assignColumnFamily(name: String): Int = families.getOrElse(name, {
@@ -73,129 +107,290 @@ final class VersionedRocksDB(
     dirty = true
   }
 
+  // ---- writes: to RocksDB and to the batch's changelog ----
+
+  def put(key: Array[Byte], value: Array[Byte]): Unit = {
+    val log = changelogWriter()
+    rocksDB.put(key, value)
+    log.put(key, value)
+  }
+
+  def merge(key: Array[Byte], value: Array[Byte]): Unit = {
+    val log = changelogWriter()
+    rocksDB.merge(key, value)
+    log.merge(key, value)
+  }
+
+  def delete(key: Array[Byte]): Unit = {
+    val log = changelogWriter()
+    rocksDB.delete(key)
+    log.delete(key)
+  }
+
+  def deleteRange(begin: Array[Byte], end: Array[Byte]): Unit = {
+    val log = changelogWriter()
+    rocksDB.deleteRange(begin, end)
+    log.deleteRange(begin, end)
+  }
+
+  private def changelogWriter(): Changelog.Writer = {
+    rocksDB // fails clearly when nothing is loaded
+    dirty = true
+    changelog.getOrElse {
+      val w = new Changelog.Writer(local.newWorkPath("changelog"))
+      changelog = Some(w)
+      w
+    }
+  }
+
+  // ---- load ----
+
   /** Makes `version` the loaded version. */
   def load(version: Long): Unit = {
     if (db.isDefined && loaded == version && !dirty) return
     val start = System.nanoTime()
+    val manifest = if (version == 0) None else Some(readVersion(version))
+    val fetched = new Fetched(s"version $version")
+    val replayed = manifest match {
+      case Some(m) if canCatchUp(m) =>
+        // The open instance holds an earlier version of this lineage: replay the rest.
+        val rest = m.changelogs.filter(_.version > loaded)
+        rest.foreach(replay(_, fetched))
+        adoptLineage(m)
+        rest.size
+      case _ =>
+        openFresh(manifest, fetched)
+    }
+    loaded = version
+    dirty = false
+    lastLoad = LoadStats((System.nanoTime() - start) / 1000000, fetched.bytes, fetched.files,
+      replayed)
+  }
+
+  private def canCatchUp(m: VersionManifest): Boolean =
+    db.isDefined && !dirty && loaded >= 0 && loaded < m.version && stateIdAt(m, loaded) == stateId
+
+  /** The state id `m`'s lineage has at version `v`, as far as this instance can tell. */
+  private def stateIdAt(m: VersionManifest, v: Long): String =
+    m.changelogs.find(_.version == v).map(_.path).getOrElse {
+      if (m.snapshot.isEmpty && m.changelogs.headOption.forall(_.version == v + 1)) EmptyState
+      else if (m.snapshot.exists(_.version == v) && m.snapshot == base) baseStateId
+      else "unknown"
+    }
+
+  /** Opens a new RocksDB instance from the version's snapshot and replays its changelogs. */
+  private def openFresh(manifest: Option[VersionManifest], fetched: Fetched): Int = {
+    discardChangelog()
     closeDb()
     FileUtils.deleteDirectory(workDir)
     Files.createDirectories(workDir.toPath)
-    Files.createDirectories(cacheDir.toPath)
-    var downloaded = 0L
-    var files = 0
-    if (version == 0) {
-      lineage = Map.empty
-      keys = 0
-      families = Map("default" -> 0)
-    } else {
-      val manifest = checkpointDir.readManifest(version)
-      manifest.files.foreach { f =>
-        val target = new File(workDir, f.localName)
-        if (f.kind == "sst") {
-          val cached = new File(cacheDir, cacheName(f.path))
-          if (!(cached.isFile && cached.length == f.size)) {
-            checkpointDir.download(f, version, cached)
-            downloaded += f.size
-            files += 1
-          }
-          Files.createLink(target.toPath, cached.toPath)
-        } else {
-          checkpointDir.download(f, version, target)
-          downloaded += f.size
-          files += 1
-        }
-      }
-      lineage = manifest.files.filter(_.kind == "sst").map(f => f.localName -> f).toMap
-      keys = manifest.numKeys
-      families = manifest.columnFamilies.map(c => c.name -> c.id).toMap
-    }
+    val snapshot = manifest.flatMap(_.snapshot).map(ref =>
+      checkpointDir.readSnapshotManifest(ref.path, fetched.neededBy))
+    snapshot.foreach(_.files.foreach { f =>
+      val cached = fetched(f.path, f.size, f.crc32)
+      val target = new File(workDir, f.localName)
+      // SSTs are immutable: link them. RocksDB rewrites its small files: copy those.
+      if (f.kind == "sst") Files.createLink(target.toPath, cached.toPath)
+      else Files.copy(cached.toPath, target.toPath)
+    })
+    confirmedFiles = new ConfirmedFiles(snapshot.toSeq.flatMap(_.files.filter(_.kind == "sst")))
     db = Some(new LocalRocksDB(workDir, conf))
-    loaded = version
-    dirty = false
-    lastLoad = LoadStats((System.nanoTime() - start) / 1000000, downloaded, files)
+    manifest match {
+      case Some(m) =>
+        m.changelogs.foreach(replay(_, fetched))
+        base = m.snapshot
+        baseStateId = snapshot.map(_.stateId).getOrElse(EmptyState)
+        adoptLineage(m)
+        m.changelogs.size
+      case None =>
+        base = None
+        baseStateId = EmptyState
+        chain = Vector.empty
+        keys = 0
+        families = DefaultFamilies
+        0
+    }
+  }
+
+  private def adoptLineage(m: VersionManifest): Unit = {
+    if (m.snapshot != base) {
+      base = m.snapshot
+      baseStateId = m.snapshot.map(ref =>
+        checkpointDir.readSnapshotManifest(ref.path, s"version ${m.version}").stateId)
+        .getOrElse(EmptyState)
+    }
+    chain = m.changelogs.toVector
+    keys = m.numKeys
+    families = m.columnFamilies.map(c => c.name -> c.id).toMap
+  }
+
+  private def replay(c: ChangelogRef, fetched: Fetched): Unit = {
+    val file = fetched(c.path, c.size, c.crc32)
+    val target = rocksDB
+    Changelog.replay(file, checkpointDir.resolve(c.path).toString, new Changelog.Target {
+      def put(k: Array[Byte], v: Array[Byte]): Unit = target.put(k, v)
+      def merge(k: Array[Byte], v: Array[Byte]): Unit = target.merge(k, v)
+      def delete(k: Array[Byte]): Unit = target.delete(k)
+      def deleteRange(b: Array[Byte], e: Array[Byte]): Unit = target.deleteRange(b, e)
+    })
+  }
+
+  /**
+   * Reads a version's manifest. A format 1 manifest (a full snapshot listing its files) is
+   * turned into a snapshot manifest once, so it joins the lineage like any other snapshot.
+   */
+  private def readVersion(version: Long): VersionManifest = {
+    val m = checkpointDir.readManifest(version)
+    if (!m.isLegacy) m
+    else {
+      val snapshot = SnapshotManifest(VersionManifest.FormatVersion, version, operatorId,
+        partitionId, storeName, m.stateId, m.numKeys, m.useColumnFamilies, m.columnFamilies,
+        m.files, SnapshotStats.Zero, System.currentTimeMillis(), VersionManifest.Writer)
+      val path = checkpointDir.writeSnapshotManifest(snapshot)
+      m.copy(formatVersion = VersionManifest.FormatVersion,
+        snapshot = Some(SnapshotRef(version, path)), files = Nil)
+    }
   }
 
   /** Starts from empty state labelled `version` (Spark's loadEmpty, used by state rewrites). */
   def loadEmpty(version: Long): Unit = {
-    closeDb()
-    FileUtils.deleteDirectory(workDir)
-    Files.createDirectories(workDir.toPath)
-    lineage = Map.empty
-    keys = 0
-    families = Map("default" -> 0)
-    db = Some(new LocalRocksDB(workDir, conf))
+    openFresh(None, new Fetched(s"version $version"))
     loaded = version
     dirty = true
   }
 
+  // ---- commit ----
+
   /**
-   * Makes `version` durable: a local checkpoint (synchronous part), then the upload of SST files
-   * no earlier version of this lineage uploaded, RocksDB's small files, and last the manifest.
-   * A version exists only once its manifest is written, so a crash anywhere before that leaves
-   * the previous version intact and the uploaded files as orphans for cleanup.
+   * Makes `version` durable: uploads the batch's changelog, writes the version manifest (a
+   * version exists only once it is written), and when a snapshot is due takes its local
+   * checkpoint and queues the upload. A crash before the manifest leaves the previous version
+   * intact and the changelog an orphan for cleanup.
    */
-  def commit(version: Long): VersionManifest = {
-    val syncStart = System.nanoTime()
-    val snapshotDir = new File(localRoot, s"snapshot-$version-${UUID.randomUUID()}")
-    rocksDB.checkpointTo(snapshotDir)
-    val syncMs = (System.nanoTime() - syncStart) / 1000000
-    val asyncStart = System.nanoTime()
-    try {
-      val local = Option(snapshotDir.listFiles()).getOrElse(Array.empty[File]).toSeq.sortBy(_.getName)
-      val metaDir = s"meta/$version-${UUID.randomUUID()}"
-      Files.createDirectories(cacheDir.toPath) // absent after loadEmpty
-      var uploaded = 0L
-      var reused = 0L
-      var nUploaded = 0
-      var nReused = 0
-      val entries = local.map { f =>
-        val name = f.getName
-        lineage.get(name) match {
-          case Some(e) if name.endsWith(".sst") && e.size == f.length =>
-            reused += e.size
-            nReused += 1
-            e
-          case _ if name.endsWith(".sst") =>
-            val path = s"sst/${name.stripSuffix(".sst")}-${UUID.randomUUID()}.sst"
-            val (size, crc) = checkpointDir.upload(f, path)
-            val cached = new File(cacheDir, cacheName(path))
-            if (!cached.exists()) Files.createLink(cached.toPath, f.toPath)
-            uploaded += size
-            nUploaded += 1
-            StateFile(name, path, size, crc, "sst")
-          case _ =>
-            val (size, crc) = checkpointDir.upload(f, s"$metaDir/$name")
-            uploaded += size
-            nUploaded += 1
-            StateFile(name, s"$metaDir/$name", size, crc, "meta")
-        }
-      }
-      val stats = SnapshotStats(syncMs, (System.nanoTime() - asyncStart) / 1000000,
-        uploaded, reused, nUploaded, nReused)
-      val manifest = VersionManifest(
-        formatVersion = VersionManifest.FormatVersion,
-        version = version,
-        operatorId = operatorId, partitionId = partitionId, storeName = storeName,
-        numKeys = keys,
-        useColumnFamilies = useColumnFamilies,
-        columnFamilies = families.toSeq.sortBy(_._2).map { case (n, i) => ColumnFamilyEntry(n, i) },
-        files = entries,
-        stats = stats,
-        createdAtMs = System.currentTimeMillis(),
-        writer = VersionManifest.Writer)
-      checkpointDir.writeManifest(manifest)
-      lineage = entries.filter(_.kind == "sst").map(f => f.localName -> f).toMap
-      loaded = version
-      dirty = false
-      lastSnapshot = stats
-      manifest
-    } finally {
-      FileUtils.deleteDirectory(snapshotDir)
+  def commit(version: Long, forceSnapshot: Boolean): VersionManifest = {
+    val start = System.nanoTime()
+    val log = changelogWriter()
+    changelog = None
+    log.finish()
+    val path = s"changelog/$version-${UUID.randomUUID()}.log"
+    val (size, crc) = try {
+      val sizeAndCrc = checkpointDir.upload(log.file, path)
+      local.adopt(log.file, path)
+      sizeAndCrc
+    } finally log.file.delete()
+    chain :+= ChangelogRef(version, path, size, crc, log.records)
+    rebase()
+    val commitMs = (System.nanoTime() - start) / 1000000
+    if (conf.outlivedGrace(commitMs)) {
+      throw new java.io.IOException(s"rockstate: uploading the changelog of version $version " +
+        s"took $commitMs ms, more than half of orphanFileGraceMs (${conf.orphanFileGraceMs}); " +
+        "the batch is retried. Raise orphanFileGraceMs for a checkpoint location this slow.")
+    }
+    val manifest = VersionManifest(
+      formatVersion = VersionManifest.FormatVersion,
+      version = version,
+      operatorId = operatorId, partitionId = partitionId, storeName = storeName,
+      numKeys = keys,
+      useColumnFamilies = useColumnFamilies,
+      columnFamilies = families.toSeq.sortBy(_._2).map { case (n, i) => ColumnFamilyEntry(n, i) },
+      snapshot = base,
+      changelogs = chain,
+      commit = Some(CommitStats(size, log.records, commitMs)),
+      createdAtMs = System.currentTimeMillis(),
+      writer = VersionManifest.Writer)
+    val manifestBytes = checkpointDir.writeManifest(manifest)
+    loaded = version
+    dirty = false
+    val syncMs =
+      if (forceSnapshot || chain.size >= conf.snapshotInterval) startSnapshot(version) else 0L
+    val (stats, done, failed) = completions.synchronized {
+      val c = completed
+      completed = (SnapshotStats.Zero, 0, 0)
+      c
+    }
+    lastCommit = CommitFigures(size + manifestBytes, log.records, syncMs, stats, done, failed)
+    manifest
+  }
+
+  /** Moves the lineage onto the newest confirmed snapshot, when it is a point of it. */
+  private def rebase(): Unit = newestSnapshot.get.foreach { case (ref, refStateId) =>
+    if (base.forall(_.version < ref.version) &&
+      chain.exists(c => c.version == ref.version && c.path == refStateId)) {
+      base = Some(ref)
+      baseStateId = refStateId
+      chain = chain.filter(_.version > ref.version)
     }
   }
 
+  /**
+   * The synchronous part of a snapshot: flush and a hard-link checkpoint, then the upload is
+   * queued. Skipped while this store's previous snapshot is still uploading (the next commit
+   * tries again). Returns the time spent; a failure here loses nothing, the version is durable.
+   */
+  private def startSnapshot(version: Long): Long = {
+    if (!snapshotInFlight.compareAndSet(false, true)) return 0L
+    val start = System.nanoTime()
+    val checkpoint = local.newWorkPath(s"checkpoint-$version")
+    try {
+      rocksDB.checkpointTo(checkpoint)
+    } catch {
+      case NonFatal(e) =>
+        FileUtils.deleteQuietly(checkpoint)
+        snapshotInFlight.set(false)
+        logWarning(s"rockstate: local checkpoint of version $version of $storeId failed; " +
+          "the next commit takes the snapshot instead", e)
+        return 0L
+    }
+    val syncMs = (System.nanoTime() - start) / 1000000
+    val manifest = SnapshotManifest(VersionManifest.FormatVersion, version, operatorId,
+      partitionId, storeName, stateId, keys, useColumnFamilies,
+      families.toSeq.sortBy(_._2).map { case (n, i) => ColumnFamilyEntry(n, i) }, Nil,
+      SnapshotStats.Zero.copy(syncMs = syncMs), 0L, VersionManifest.Writer)
+    SnapshotUploader.submit(SnapshotJob(manifest, checkpoint, checkpointDir, local,
+      confirmedFiles, conf)) { result =>
+      result match {
+        case Right((m, path)) =>
+          newestSnapshot.set(Some((SnapshotRef(m.version, path), m.stateId)))
+          logInfo(s"rockstate snapshot of version ${m.version} of $storeId uploaded: " +
+            s"${m.stats.filesUploaded} files / ${m.stats.bytesUploaded} bytes new, " +
+            s"${m.stats.filesReused} files / ${m.stats.bytesReused} bytes shared")
+          completions.synchronized {
+            val (s, n, f) = completed
+            completed = (add(s, m.stats), n + 1, f)
+          }
+        case Left(e) =>
+          logWarning(s"rockstate: snapshot upload of version $version of $storeId failed; " +
+            "versions stay loadable from earlier snapshots and changelogs", e)
+          completions.synchronized {
+            val (s, n, f) = completed
+            completed = (s, n, f + 1)
+          }
+      }
+      snapshotInFlight.synchronized {
+        snapshotInFlight.set(false)
+        snapshotInFlight.notifyAll()
+      }
+    }
+    syncMs
+  }
+
+  /** Waits until no snapshot upload of this store is under way; false on timeout. */
+  def awaitUploads(timeoutMs: Long): Boolean = snapshotInFlight.synchronized {
+    val deadline = System.currentTimeMillis() + timeoutMs
+    while (snapshotInFlight.get && System.currentTimeMillis() < deadline) {
+      snapshotInFlight.wait(math.max(1L, deadline - System.currentTimeMillis()))
+    }
+    !snapshotInFlight.get
+  }
+
+  private def add(a: SnapshotStats, b: SnapshotStats): SnapshotStats = SnapshotStats(
+    a.syncMs + b.syncMs, a.asyncMs + b.asyncMs, a.bytesUploaded + b.bytesUploaded,
+    a.bytesReused + b.bytesReused, a.filesUploaded + b.filesUploaded,
+    a.filesReused + b.filesReused)
+
   /** Throws away uncommitted writes: the next load reopens the last committed version. */
   def rollback(): Unit = {
+    discardChangelog()
     if (dirty) {
       closeDb()
       loaded = -1L
@@ -203,18 +398,22 @@ final class VersionedRocksDB(
     }
   }
 
-  /** Drops local cache files no version in `keep` (nor the loaded lineage) references. */
-  def pruneCache(keep: Set[String]): Unit = {
-    val live = keep ++ lineage.values.map(_.path)
-    val liveNames = live.map(cacheName)
-    Option(cacheDir.listFiles()).getOrElse(Array.empty[File]).foreach { f =>
-      if (!liveNames.contains(f.getName)) f.delete()
-    }
-  }
+  /** Drops local files that no manifest in the checkpoint location references any more. */
+  def pruneCache(keep: Set[String]): Unit = local.prune(keep ++ chain.map(_.path))
 
   def close(): Unit = {
+    discardChangelog()
     closeDb()
-    FileUtils.deleteDirectory(localRoot)
+    FileUtils.deleteDirectory(workDir)
+    if (!conf.localRecovery) local.deleteAll()
+  }
+
+  private def discardChangelog(): Unit = {
+    changelog.foreach { w =>
+      w.close()
+      w.file.delete()
+    }
+    changelog = None
   }
 
   private def closeDb(): Unit = {
@@ -222,5 +421,23 @@ final class VersionedRocksDB(
     db = None
   }
 
-  private def cacheName(path: String): String = path.replace('/', '_')
+  /** Fetches checkpoint files through the local files, counting what was downloaded. */
+  private final class Fetched(val neededBy: String) {
+    var bytes = 0L
+    var files = 0
+    def apply(path: String, size: Long, crc32: Long): File = {
+      val (file, downloaded) = local.fetch(checkpointDir, path, size, crc32, neededBy)
+      if (downloaded > 0) {
+        bytes += downloaded
+        files += 1
+      }
+      file
+    }
+  }
+}
+
+object VersionedRocksDB {
+  /** The state id of empty state (version 0, or a loadEmpty before its first commit). */
+  private val EmptyState = "empty"
+  private val DefaultFamilies: Map[String, Int] = Map("default" -> 0)
 }

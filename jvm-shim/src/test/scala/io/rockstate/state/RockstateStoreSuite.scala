@@ -29,22 +29,28 @@ class RockstateStoreSuite extends AnyFunSuite with BeforeAndAfterEach {
     FileUtils.deleteDirectory(root)
   }
 
+  private val keyProjection = UnsafeProjection.create(keySchema)
+  private val valueProjection = UnsafeProjection.create(valueSchema)
   private def key(k: String, n: Int): UnsafeRow =
-    UnsafeProjection.create(keySchema).apply(InternalRow(UTF8String.fromString(k), n)).copy()
-  private def value(v: Long): UnsafeRow =
-    UnsafeProjection.create(valueSchema).apply(InternalRow(v)).copy()
+    keyProjection.apply(InternalRow(UTF8String.fromString(k), n)).copy()
+  private def value(v: Long): UnsafeRow = valueProjection.apply(InternalRow(v)).copy()
   private def keyOf(r: UnsafeRow): (String, Int) = (r.getUTF8String(0).toString, r.getInt(1))
 
+  /** A provider of store (0, 0); `executor` picks the local directory, as a real one would. */
   private def provider(
       spec: KeyStateEncoderSpec = NoPrefixKeyStateEncoderSpec(keySchema),
       useColumnFamilies: Boolean = false,
       multi: Boolean = false,
-      extra: Map[String, String] = Map.empty): RockstateStateStoreProvider = {
+      extra: Map[String, String] = Map.empty,
+      executor: Int = 0,
+      checkpoint: File = null): RockstateStateStoreProvider = {
     val p = new RockstateStateStoreProvider
     val sqlConf = new org.apache.spark.sql.internal.SQLConf
     sqlConf.setConfString("spark.sql.streaming.minBatchesToRetain", "3")
+    sqlConf.setConfString(RockstateConf.LocalDir, new File(root, s"executor-$executor").getPath)
     extra.foreach { case (k, v) => sqlConf.setConfString(k, v) }
-    p.init(StateStoreId(root.getAbsolutePath, 0, 0), keySchema, valueSchema, spec,
+    val location = Option(checkpoint).getOrElse(new File(root, "checkpoint"))
+    p.init(StateStoreId(location.getAbsolutePath, 0, 0), keySchema, valueSchema, spec,
       useColumnFamilies, new StateStoreConf(sqlConf, Map.empty), new Configuration(), multi, None)
     open += p
     p
@@ -53,7 +59,32 @@ class RockstateStoreSuite extends AnyFunSuite with BeforeAndAfterEach {
   private def contents(s: ReadStateStore): Map[(String, Int), Long] =
     s.iterator().map(p => keyOf(p.key) -> p.value.getLong(0)).toMap
 
-  private def storeDir = new File(root, "0/0")
+  private def storeDir = new File(root, "checkpoint/0/0")
+  private val snapshotEveryVersion = Map(RockstateConf.SnapshotInterval -> "1")
+
+  private def remote(location: File = new File(root, "checkpoint")) = new StoreCheckpointDir(
+    new org.apache.hadoop.fs.Path(new File(location, "0/0").getAbsolutePath), new Configuration())
+
+  /** Waits for the background upload of a snapshot of `version` or later. */
+  private def awaitSnapshot(version: Long, dir: StoreCheckpointDir = remote()): Unit = {
+    val deadline = System.currentTimeMillis() + 60000
+    while (!dir.listSnapshots().exists(_._2 >= version)) {
+      assert(System.currentTimeMillis() < deadline, s"no snapshot of version $version uploaded")
+      Thread.sleep(20)
+    }
+  }
+
+  private def metric(s: StateStore, name: String): Long =
+    s.metrics.customMetrics.collectFirst { case (m, v) if m.name == name => v }.get
+
+  /** Commits the given versions in order, each after `write(version, store)`. */
+  private def commitVersions(p: RockstateStateStoreProvider, versions: Range)(
+      write: (Int, StateStore) => Unit): Seq[StateStore] = versions.map { v =>
+    val s = p.getStore(v - 1)
+    write(v, s)
+    s.commit()
+    s
+  }
 
   test("put, get, remove and iterate across committed versions") {
     val p = provider()
@@ -86,33 +117,57 @@ class RockstateStoreSuite extends AnyFunSuite with BeforeAndAfterEach {
     assert(contents(p.getStore(1)) == Map(("a", 1) -> 1L))
   }
 
-  test("a fresh provider (new local dir) restores a version from the checkpoint location") {
-    val p = provider()
-    (1 to 3).foreach { v =>
-      val s = p.getStore(v - 1)
-      (1 to 100).foreach(i => s.put(key(s"k$i", v), value(i.toLong * v)))
-      s.commit()
-    }
-    val fresh = provider()
-    val s = fresh.getReadStore(3)
-    assert(contents(s).size == 300)
-    assert(s.asInstanceOf[StateStore].metrics.customMetrics
-      .collectFirst { case (m, v) if m.name == "rockstateBytesDownloaded" => v }.get > 0)
+  test("a restarted provider recovers from local files; another executor downloads") {
+    val p = provider(extra = Map(RockstateConf.SnapshotInterval -> "2"))
+    commitVersions(p, 1 to 3)((v, s) => (1 to 100).foreach(i => s.put(key(s"k$i", v), value(i * v))))
+    awaitSnapshot(2)
+    val local = provider().getReadStore(3).asInstanceOf[StateStore]
+    assert(contents(local).size == 300)
+    assert(metric(local, "rockstateBytesDownloaded") == 0)
+    val elsewhere = provider(executor = 1).getReadStore(3).asInstanceOf[StateStore]
+    assert(contents(elsewhere).size == 300)
+    assert(metric(elsewhere, "rockstateBytesDownloaded") > 0)
   }
 
-  test("a later version uploads only its new SST files") {
-    val p = provider()
-    val s1 = p.getStore(0)
-    (1 to 5000).foreach(i => s1.put(key(s"key-$i", i), value(i.toLong)))
-    s1.commit()
-    val s2 = p.getStore(1)
-    s2.put(key("one-more", 0), value(0))
-    s2.commit()
-    val m = new StoreCheckpointDir(new org.apache.hadoop.fs.Path(storeDir.getAbsolutePath),
-      new Configuration()).readManifest(2)
-    assert(m.stats.filesReused >= 1)
-    assert(m.stats.bytesReused > m.stats.bytesUploaded)
-    assert(m.numKeys == 5001)
+  test("snapshots upload in the background and share SST files with earlier ones") {
+    val p = provider(extra = snapshotEveryVersion)
+    commitVersions(p, 1 to 1)((_, s) => (1 to 5000).foreach(i => s.put(key(s"key-$i", i), value(i))))
+    awaitSnapshot(1)
+    commitVersions(p, 2 to 2)((_, s) => s.put(key("one-more", 0), value(0)))
+    awaitSnapshot(2)
+    val dir = remote()
+    val second = dir.readSnapshotManifest(dir.listSnapshots().last._1, "test")
+    assert(second.version == 2 && second.numKeys == 5001)
+    assert(second.stats.filesReused >= 1)
+    assert(second.stats.bytesReused > second.stats.bytesUploaded)
+    Thread.sleep(100) // the upload thread records the confirmation right after the manifest
+    // The next version rebases onto the confirmed snapshot: one changelog to replay.
+    val third = commitVersions(p, 3 to 3)((_, s) => s.put(key("third", 0), value(0))).head
+    val m = dir.readManifest(3)
+    assert(m.snapshot.map(_.version).contains(2L) && m.changelogs.map(_.version) == Seq(3L))
+    assert(metric(third, "rockstateSnapshotsCompleted") == 1) // snapshot 2, reported once
+    assert(metric(third, "rockstateBytesReused") == second.stats.bytesReused)
+    val elsewhere = provider(executor = 1).getReadStore(3).asInstanceOf[StateStore]
+    assert(metric(elsewhere, "rockstateChangelogsReplayed") == 1)
+  }
+
+  test("the commit path writes bytes proportional to the change, not to the state") {
+    // The same 1k changes per batch, against 1k and against 1M keys in state; a snapshot is
+    // due every 2 versions, so the big state is also snapshotted, off the commit path.
+    def commitBytes(stateKeys: Int, location: File): Seq[Long] = {
+      val p = provider(extra = Map(RockstateConf.SnapshotInterval -> "2"), checkpoint = location)
+      commitVersions(p, 1 to 1)((_, s) => (1 to stateKeys).foreach(i => s.put(key("k", i), value(i))))
+      commitVersions(p, 2 to 5) { (v, s) =>
+        (1 to 1000).foreach(i => s.put(key("k", i * (stateKeys / 1000)), value(v)))
+      }.map(metric(_, "rockstateCommitBytes"))
+    }
+    val small = commitBytes(1000, new File(root, "small"))
+    val big = commitBytes(1000000, new File(root, "big"))
+    assert(small.forall(b => b > 1000 * 16 && b < 1000 * 64), s"bytes per batch: $small")
+    big.zip(small).foreach { case (b, s) =>
+      assert(b <= s * 1.05 + 512, s"1M-key state wrote $b bytes per batch, 1k-key state $s")
+    }
+    awaitSnapshot(2, remote(new File(root, "big")))
   }
 
   test("re-running a batch replaces its version and never touches the one before") {
@@ -146,7 +201,7 @@ class RockstateStoreSuite extends AnyFunSuite with BeforeAndAfterEach {
     def tsKey(ts: Long, k: String) =
       UnsafeProjection.create(tsSchema).apply(InternalRow(ts, UTF8String.fromString(k))).copy()
     val p = new RockstateStateStoreProvider
-    p.init(StateStoreId(root.getAbsolutePath, 1, 0), tsSchema, valueSchema,
+    p.init(StateStoreId(new File(root, "checkpoint").getAbsolutePath, 1, 0), tsSchema, valueSchema,
       RangeKeyScanStateEncoderSpec(tsSchema, Seq(0)), false,
       new StateStoreConf(new org.apache.spark.sql.internal.SQLConf, Map.empty),
       new Configuration(), false, None)
@@ -196,15 +251,31 @@ class RockstateStoreSuite extends AnyFunSuite with BeforeAndAfterEach {
   }
 
   test("a damaged SST fails the load with the file and the version named") {
-    val p = provider()
-    val s = p.getStore(0)
-    (1 to 1000).foreach(i => s.put(key(s"k$i", i), value(i)))
-    s.commit()
+    val p = provider(extra = snapshotEveryVersion)
+    commitVersions(p, 1 to 1)((_, s) => (1 to 1000).foreach(i => s.put(key(s"k$i", i), value(i))))
+    awaitSnapshot(1)
+    Thread.sleep(100) // the upload thread records the confirmation right after the manifest
+    commitVersions(p, 2 to 2)((_, s) => s.put(key("x", 0), value(0)))
+    assert(remote().readManifest(2).snapshot.map(_.version).contains(1L))
     val sst = new File(storeDir, "sst").listFiles().filter(f => !f.getName.startsWith(".")).head
     val raf = new RandomAccessFile(sst, "rw")
     try raf.setLength(sst.length() / 2) finally raf.close()
-    val e = intercept[CorruptCheckpointException](provider().getReadStore(1))
-    assert(e.getMessage.contains(sst.getName) && e.getMessage.contains("version 1"))
+    val e = intercept[CorruptCheckpointException](provider(executor = 1).getReadStore(2))
+    assert(e.getMessage.contains(sst.getName) && e.getMessage.contains("version 2"))
+  }
+
+  test("a missing or truncated changelog is an error, never a shorter history") {
+    val p = provider()
+    commitVersions(p, 1 to 2)((v, s) => s.put(key("a", v), value(v)))
+    val changelogs = new File(storeDir, "changelog").listFiles().filter(_.getName.endsWith(".log"))
+      .sortBy(_.getName)
+    val raf = new RandomAccessFile(changelogs(1), "rw")
+    try raf.setLength(changelogs(1).length() - 3) finally raf.close()
+    val truncated = intercept[CorruptCheckpointException](provider(executor = 1).getReadStore(2))
+    assert(truncated.getMessage.contains(changelogs(1).getName))
+    changelogs(0).delete()
+    val missing = intercept[CorruptCheckpointException](provider(executor = 2).getReadStore(1))
+    assert(missing.getMessage.contains(changelogs(0).getName) && missing.getMessage.contains("missing"))
   }
 
   test("a missing manifest is an error, never empty state") {
@@ -217,20 +288,48 @@ class RockstateStoreSuite extends AnyFunSuite with BeforeAndAfterEach {
     assert(e.getMessage.contains("manifest of version 1"))
   }
 
-  test("cleanup keeps the retained versions loadable and removes the rest") {
-    val p = provider(extra = Map(RockstateConf.OrphanFileGraceMs -> "0"))
-    (1 to 8).foreach { v =>
-      val s = p.getStore(v - 1)
-      (1 to 200).foreach(i => s.put(key(s"k${i % 50}", v), value(i)))
-      s.commit()
+  test("retention: every file is referenced by a retained version, and every one loads") {
+    val graceMs = 2000L
+    val p = provider(extra = Map(RockstateConf.OrphanFileGraceMs -> graceMs.toString,
+      RockstateConf.SnapshotInterval -> "2"))
+    (1 to 20).foreach { v =>
+      commitVersions(p, v to v)((_, s) => (1 to 200).foreach(i => s.put(key(s"k${i % 50}", v), value(i))))
+      assert(p.db.awaitUploads(60000))
+      p.doCleanupMaintenance() // as Spark's maintenance thread would, between batches
     }
+    // A crashed upload's file: no manifest names it; kept within the grace period (it could
+    // be an upload under way), collected after it.
+    val crashed = new File(storeDir, "sst/000999-crashed.sst")
+    FileUtils.writeStringToFile(crashed, "x", "UTF-8")
     p.doCleanupMaintenance()
-    val dir = new StoreCheckpointDir(new org.apache.hadoop.fs.Path(storeDir.getAbsolutePath),
-      new Configuration())
-    assert(dir.listVersions() == Seq(6L, 7L, 8L))
-    val referenced = Seq(6L, 7L, 8L).flatMap(v => dir.readManifest(v).files.map(_.path)).toSet
-    assert(dir.listDataFiles().map(_._1).toSet == referenced)
-    Seq(6L, 7L, 8L).foreach(v => assert(contents(provider().getReadStore(v)).size == 50 * v.toInt))
+    assert(crashed.exists())
+    Thread.sleep(graceMs + 100)
+    p.doCleanupMaintenance()
+    assert(!crashed.exists())
+    val dir = remote()
+    assert(dir.listVersions() == Seq(18L, 19L, 20L))
+    val report = StoreAudit.audit(dir, Seq(18L, 19L, 20L), p.conf)
+    assert(report.ok, report.toString)
+    Seq(18L, 19L, 20L).foreach(v =>
+      assert(contents(provider(executor = 1).getReadStore(v)).size == 50 * v.toInt))
+    // Snapshots every 2 versions (18 and 20); 16 stays, version 18 is rebuilt from it.
+    assert(dir.listSnapshots().map(_._2) == Seq(16L, 18L, 20L), dir.listSnapshots().toString)
+  }
+
+  test("a snapshot is referenced only once its upload is confirmed") {
+    val p = provider(extra = snapshotEveryVersion ++
+      Map(RockstateConf.TestUploadDelayMs -> "400"))
+    commitVersions(p, 1 to 3)((v, s) => (1 to 100).foreach(i => s.put(key(s"k$i", v), value(v))))
+    val dir = remote()
+    // Snapshot 1 is still uploading: versions 2 and 3 rebuild from the changelogs alone.
+    assert(dir.readManifest(3).snapshot.isEmpty)
+    assert(dir.readManifest(3).changelogs.map(_.version) == Seq(1L, 2L, 3L))
+    awaitSnapshot(1)
+    Thread.sleep(100) // the upload thread records the confirmation right after the manifest
+    commitVersions(p, 4 to 4)((_, s) => s.put(key("x", 4), value(4)))
+    val m = dir.readManifest(4)
+    assert(m.snapshot.map(_.version).contains(1L) && m.changelogs.map(_.version) == Seq(2L, 3L, 4L))
+    assert(contents(provider(executor = 1).getReadStore(4)).size == 301)
   }
 
   test("bad settings are refused with the key named") {
