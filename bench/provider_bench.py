@@ -6,9 +6,16 @@ Every provider runs in a fresh JVM of its own (a subprocess), on `local[2]`, ove
 input: the first batch fills the state with ``--keys`` keys, every later batch updates
 ``--changed`` of them. Per provider it prints throughput (input rows/s over all batches),
 p50/p95 of the state commit time Spark reports (``commitTimeMs``), bytes written to the
-checkpoint's state directory per batch after the first, and the JVM's peak resident memory;
-then rockstate's ratio against each of the others. Nothing here is asserted: the machines are
-shared, so the numbers are for reading, side by side, from one run.
+checkpoint's state directory per batch after the first (background snapshot uploads
+included), and the JVM's peak resident memory; then rockstate's ratio against each of the
+others. For rockstate it also prints the bytes its commits wrote on the task's path
+(``rockstateCommitBytes``). Nothing here is asserted: the machines are shared, so the numbers
+are for reading, side by side, from one run.
+
+A provider named ``rockstate:<setting>=<value>[,...]`` runs rockstate with those settings
+(``spark.sql.streaming.stateStore.rockstate.<setting>``), to compare choices in one run:
+
+    python bench/provider_bench.py --providers rockstate,rockstate:snapshotInterval=5
 """
 
 from __future__ import annotations
@@ -80,7 +87,12 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
 
     import rockstate
 
-    provider, extra = PROVIDERS[name]
+    base, _, settings = name.partition(":")
+    provider, extra = PROVIDERS[base]
+    extra = dict(extra)
+    for item in filter(None, settings.split(",")):
+        k, _, v = item.partition("=")
+        extra["spark.sql.streaming.stateStore.rockstate." + k] = v
     builder = (
         SparkSession.builder.master("local[2]").appName(f"bench-{name}")
         .config("spark.sql.shuffle.partitions", str(args.partitions))
@@ -104,7 +116,7 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
              .writeStream.outputMode("update").format("noop")
              .option("checkpointLocation", str(checkpoint)).start())
     seen: dict[str, int] = {}
-    written, commits, rows, millis = [], [], 0, 0
+    written, commits, task_bytes, rows, millis = [], [], [], 0, 0
     for i, f in enumerate(staged):
         shutil.copy(f, src / f.name)
         query.processAllAvailable()
@@ -115,6 +127,8 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
         if i > 0:  # the first batch loads the whole state; later ones are the steady state
             written.append(new_bytes)
             commits.append(p["stateOperators"][0]["commitTimeMs"])
+            custom = p["stateOperators"][0].get("customMetrics", {})
+            task_bytes.append(custom.get("rockstateCommitBytes", 0))
         rows += p["numInputRows"]
         millis += p["durationMs"]["triggerExecution"]
     query.stop()
@@ -126,6 +140,7 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
         "commit_p95_ms": sorted(commits)[max(0, round(0.95 * len(commits)) - 1)],
         "bytes_per_batch": statistics.mean(written),
         "peak_rss_mb": peak_rss_bytes(pid) / 2**20,
+        "commit_path_bytes": statistics.mean(task_bytes),
     }
     spark.stop()
     return result
@@ -167,10 +182,15 @@ def main() -> int:
     print(f"{'provider':26}" + "".join(f"{c:>17}" for c in cols))
     for name, r in results.items():
         print(f"{name:26}" + "".join(f"{r[c]:>17.1f}" for c in cols))
+    for name, r in results.items():
+        if name.startswith("rockstate"):
+            print(f"{name}: bytes written on the commit path per batch "
+                  f"{r['commit_path_bytes']:.0f} (the rest of bytes_per_batch is background "
+                  "snapshot uploads)")
     if "rockstate" in results:
         mine = results["rockstate"]
         for name, r in results.items():
-            if name == "rockstate":
+            if name.startswith("rockstate"):
                 continue
             ratios = "  ".join(f"{c}={mine[c] / r[c]:.2f}" if r[c] else f"{c}=n/a" for c in cols)
             print(f"rockstate / {name}: {ratios}")

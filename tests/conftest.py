@@ -44,7 +44,11 @@ class Sessions:
             .config("spark.executor.memory", "512m")
             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         )
-        self.session = rockstate.configure(builder, blockCacheSizeMB=32).getOrCreate()
+        # Snapshots every 2 versions, so every query's few batches cross snapshot, rebase and
+        # changelog replay. Maintenance every second, so cleanup runs while queries do.
+        builder = builder.config("spark.sql.streaming.stateStore.maintenanceInterval", "1s")
+        self.session = rockstate.configure(
+            builder, blockCacheSizeMB=32, snapshotInterval=2).getOrCreate()
         self.session.sparkContext.setLogLevel("ERROR")
         self.kind = kind
         return self.session

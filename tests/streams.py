@@ -45,6 +45,7 @@ def run_stream(
     restart_at: int | None = None,
     sources: int = 1,
     before_batch: Callable[[int], None] | None = None,
+    confs: dict[str, str] | None = None,
 ) -> StreamRun:
     """Feeds ``batches`` (one JSON file each) to ``build(stream)`` and records every batch.
 
@@ -52,12 +53,16 @@ def run_stream(
     each item's ``"side"`` (0 or 1), so both sides of a batch always arrive together.
     ``restart_at=i`` stops the query before batch ``i`` and starts it again from its
     checkpoint, as a crashed or redeployed query would be. ``before_batch(i)`` runs while the
-    query is live, before batch ``i`` arrives (to kill an executor, say).
+    query is live, before batch ``i`` arrives (to kill an executor, say). ``confs`` are SQL
+    settings for this query only.
     """
     src = workdir / f"{name}-src"
     src.mkdir(parents=True, exist_ok=True)
     run = StreamRun(checkpoint=workdir / f"{name}-checkpoint")
     spark.conf.set(PROVIDER_KEY, provider)
+    saved = {k: spark.conf.get(k, None) for k in (confs or {})}
+    for k, v in (confs or {}).items():
+        spark.conf.set(k, v)
     if sources > 1:
         schema = f"{schema}, side INT"
 
@@ -96,9 +101,33 @@ def run_stream(
                 run.progress.append(query.lastProgress)
     finally:
         query.stop()
+        for k, v in saved.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
     if query.exception() is not None:
         raise query.exception()
     return run
+
+
+def audit_checkpoint(spark, checkpoint: Path, retained: int) -> list[dict]:
+    """rockstate's JVM audit of every store: files referenced, retained versions loadable."""
+    jvm = spark.sparkContext._jvm
+    reports = json.loads(jvm.io.rockstate.state.StoreAudit.auditCheckpointJson(
+        str(checkpoint), retained))
+    assert reports, f"no rockstate store found under {checkpoint}"
+    return reports
+
+
+def assert_checkpoint_sound(spark, checkpoint: Path, retained: int,
+                            orphans_allowed: bool = False) -> None:
+    """Every referenced file present, the newest ``retained`` versions load, no strays."""
+    for r in audit_checkpoint(spark, checkpoint, retained):
+        assert not r["missing"] and not r["errors"], r
+        assert len(r["loaded"]) == min(retained, len(r["versions"])), r
+        if not orphans_allowed:
+            assert not r["unreferenced"], r
 
 
 def state_rows(spark, checkpoint: Path, **options: str) -> list[tuple]:
@@ -113,14 +142,15 @@ def state_rows(spark, checkpoint: Path, **options: str) -> list[tuple]:
 
 def assert_same_as_oracle(spark, build, batches, *, workdir: Path, name: str, schema: str,
                           output_mode: str = "update", restart_at: int | None = 2,
-                          sources: int = 1, state_options: Sequence[dict] = ({},)):
+                          sources: int = 1, state_options: Sequence[dict] = ({},),
+                          confs: dict[str, str] | None = None):
     """Runs the query on HDFSBackedStateStoreProvider and on rockstate; both must agree."""
     import rockstate
 
     runs = {
         p: run_stream(spark, p, build, batches, workdir=workdir, name=f"{name}-{label}",
                       schema=schema, output_mode=output_mode, restart_at=restart_at,
-                      sources=sources)
+                      sources=sources, confs=confs)
         for label, p in (("oracle", HDFS), ("rockstate", rockstate.PROVIDER_CLASS))
     }
     oracle, mine = runs[HDFS], runs[rockstate.PROVIDER_CLASS]
@@ -132,4 +162,5 @@ def assert_same_as_oracle(spark, build, batches, *, workdir: Path, name: str, sc
         assert state_rows(spark, oracle.checkpoint, **opts), f"{name}: oracle state is empty"
         assert state_rows(spark, mine.checkpoint, **opts) == \
             state_rows(spark, oracle.checkpoint, **opts), f"{name}: state {opts} differs"
+    assert_checkpoint_sound(spark, mine.checkpoint, retained=2)
     return oracle, mine

@@ -17,7 +17,7 @@ import pytest
 from pyspark.sql import functions as F
 
 import rockstate
-from streams import HDFS, run_stream
+from streams import HDFS, assert_checkpoint_sound, run_stream
 
 pytestmark = pytest.mark.cluster
 
@@ -55,21 +55,29 @@ def test_every_executor_reports_its_shared_memory_to_the_driver(cluster_spark):
     assert len({r["executorId"] for r in ready}) >= 2
 
 
-def test_killed_executor_restores_state_from_the_checkpoint(cluster_spark, workdir: Path):
-    spark = cluster_spark
+SETTING = "spark.sql.streaming.stateStore.rockstate."
+
+
+def _build(s):
+    return s.groupBy("key").agg(F.count("*").alias("n"), F.sum("value").alias("t"))
+
+
+def _batches(n: int) -> list[list[dict]]:
+    return [[{"key": f"k{(b * 7 + i) % 40}", "value": i, "ts": "2026-01-01 00:00:00"}
+             for i in range(30)] for b in range(n)]
+
+
+def _run_with_kill(spark, workdir: Path, name: str, n: int, kill_before: int,
+                   confs: dict[str, str] | None = None):
+    """Runs the oracle and rockstate; SIGKILLs an executor JVM before batch ``kill_before``."""
     app_id = spark.sparkContext.applicationId
-    batches = [[{"key": f"k{(b * 7 + i) % 40}", "value": i, "ts": "2026-01-01 00:00:00"}
-                for i in range(30)] for b in range(6)]
-
-    def build(s):
-        return s.groupBy("key").agg(F.count("*").alias("n"), F.sum("value").alias("t"))
-
-    oracle = run_stream(spark, HDFS, build, batches, workdir=workdir, name="oracle",
+    batches = _batches(n)
+    oracle = run_stream(spark, HDFS, _build, batches, workdir=workdir, name=f"{name}-oracle",
                         schema=SCHEMA)
     killed: list[int] = []
 
     def kill_an_executor(i: int) -> None:
-        if i != 3:
+        if i != kill_before:
             return
         pids = _executor_pids(app_id)
         assert pids, "no executor JVMs found to kill"
@@ -78,11 +86,31 @@ def test_killed_executor_restores_state_from_the_checkpoint(cluster_spark, workd
         _wait_for(lambda: len([p for p in _executor_pids(app_id) if p not in killed]) >= 2,
                   "the worker to start a replacement executor")
 
-    mine = run_stream(spark, rockstate.PROVIDER_CLASS, build, batches, workdir=workdir,
-                      name="mine", schema=SCHEMA, before_batch=kill_an_executor)
+    mine = run_stream(spark, rockstate.PROVIDER_CLASS, _build, batches, workdir=workdir,
+                      name=name, schema=SCHEMA, before_batch=kill_an_executor, confs=confs)
     assert killed, "the executor was not killed"
     assert mine.outputs == oracle.outputs
-    after_kill = [p for p in mine.progress if p["batchId"] >= 3]
+    # Killed uploads leave orphans (collected after the grace period); nothing is missing.
+    assert_checkpoint_sound(spark, mine.checkpoint, retained=5, orphans_allowed=True)
+    return mine
+
+
+def test_killed_executor_restores_state_from_the_checkpoint(cluster_spark, workdir: Path):
+    mine = _run_with_kill(cluster_spark, workdir, "kill", n=6, kill_before=3)
     downloaded = sum(p["stateOperators"][0]["customMetrics"]["rockstateBytesDownloaded"]
-                     for p in after_kill)
+                     for p in mine.progress if p["batchId"] >= 3)
     assert downloaded > 0, "the lost partitions should have been restored by download"
+
+
+def test_executor_killed_during_a_snapshot_upload_loses_nothing(cluster_spark, workdir: Path):
+    # Each snapshot file takes 1.5 s to upload: the snapshot version 2 started is still
+    # uploading when the executor dies two batches later.
+    _run_with_kill(cluster_spark, workdir, "kill-upload", n=6, kill_before=3,
+                   confs={SETTING + "testing.snapshotUploadDelayMs": "1500"})
+
+
+def test_executor_killed_during_cleanup_loses_nothing(cluster_spark, workdir: Path):
+    # From version 6 on cleanup expires versions every second and pauses 3 s between deleting
+    # manifests and deleting their files: the kill lands inside a cleanup.
+    _run_with_kill(cluster_spark, workdir, "kill-cleanup", n=10, kill_before=8,
+                   confs={SETTING + "testing.cleanupDelayMs": "3000"})

@@ -40,8 +40,8 @@ def test_query_state_lives_in_rockstate(spark, workdir: Path):
                        .glob("*.json"))
     assert manifests == ["1.json", "2.json", "3.json"]
     metrics = run.progress[-1]["stateOperators"][0]["customMetrics"]
-    assert metrics["rockstateFilesUploaded"] > 0
-    assert metrics["rockstateStateBytes"] > 0
+    assert metrics["rockstateCommitBytes"] > 0
+    assert metrics["rockstateChangelogRecords"] > 0
 
 
 @pytest.mark.parametrize("mode", ["update", "complete"])
@@ -170,19 +170,47 @@ def test_transform_with_state_is_refused_by_spark_for_non_builtin_providers(spar
             BATCHES[:1], workdir=workdir, name="tws", schema=SCHEMA)
 
 
-def test_later_versions_upload_only_new_files(spark, workdir: Path):
-    """A small change to a large state uploads a small fraction of it (incremental snapshot)."""
+SETTING = "spark.sql.streaming.stateStore.rockstate."
+
+
+def _metrics(run) -> list[dict]:
+    return [p["stateOperators"][0]["customMetrics"] for p in run.progress]
+
+
+def test_commits_write_the_change_and_snapshots_share_files(spark, workdir: Path):
+    """A 1-key batch on a 20k-key state commits a few hundred bytes; snapshots reuse SSTs."""
     big = [{"key": f"key-{i:06d}", "value": i, "ts": "2026-01-01 00:00:00"} for i in range(20000)]
     small = [{"key": "key-000001", "value": 1, "ts": "2026-01-01 00:00:00"}]
     run = run_stream(
         spark, rockstate.PROVIDER_CLASS,
         lambda s: s.groupBy("key").agg(F.sum("value").alias("total")),
-        [big, small, small], workdir=workdir, name="incremental", schema=SCHEMA)
-    first, *later = [p["stateOperators"][0] for p in run.progress]
-    assert first["numRowsTotal"] == 20000
-    for op in later:
-        m = op["customMetrics"]
-        assert m["rockstateFilesReused"] >= 2  # one SST per partition at least
-        assert m["rockstateBytesReused"] > 0
-        # each later version uploads far less than the state it describes
-        assert m["rockstateBytesUploaded"] * 5 < m["rockstateStateBytes"], m
+        [big] + [small] * 6, workdir=workdir, name="incremental", schema=SCHEMA)
+    first, *later = _metrics(run)
+    assert run.progress[0]["stateOperators"][0]["numRowsTotal"] == 20000
+    for m in later:
+        assert m["rockstateChangelogRecords"] == 1  # one key changed, in one partition
+        assert m["rockstateCommitBytes"] * 50 < first["rockstateCommitBytes"], m
+    # Snapshots every 2 versions: the later ones upload the new SST and share the rest.
+    assert sum(m["rockstateSnapshotsCompleted"] for m in later) >= 2
+    assert sum(m["rockstateBytesReused"] for m in later) > 0
+    assert sum(m["rockstateSnapshotsFailed"] for m in _metrics(run)) == 0
+
+
+def test_restarted_query_recovers_locally_and_downloads_nothing(spark, workdir: Path):
+    batches = [events(b, "abcdefgh"[: b + 2]) for b in range(5)]
+    run = run_stream(
+        spark, rockstate.PROVIDER_CLASS,
+        lambda s: s.groupBy("key").agg(F.count("*").alias("n")),
+        batches, workdir=workdir, name="local-recovery", schema=SCHEMA, restart_at=3)
+    after_restart = _metrics(run)[3]
+    assert after_restart["rockstateBytesDownloaded"] == 0, after_restart
+    assert after_restart["rockstateChangelogsReplayed"] > 0  # rebuilt from local files
+
+
+def test_query_stopped_while_a_snapshot_uploads_loses_nothing(spark, workdir: Path):
+    """Stop between a snapshot's local part and its upload; restart; nothing is lost."""
+    batches = [events(b, "abcdefgh"[b % 4: b % 4 + 4]) for b in range(6)]
+    slow = {SETTING + "testing.snapshotUploadDelayMs": "700"}
+    assert_same_as_oracle(
+        spark, lambda s: s.groupBy("key").agg(F.sum("value").alias("total")), batches,
+        workdir=workdir, name="stop-mid-upload", schema=SCHEMA, restart_at=2, confs=slow)

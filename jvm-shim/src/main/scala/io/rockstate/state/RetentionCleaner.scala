@@ -40,6 +40,7 @@ final class RetentionCleaner(dir: StoreCheckpointDir, conf: RockstateConf) exten
       dir.deleteManifest(v)
       freed ++= registry.unregister(versionOwner(v))
     }
+    if (expired.nonEmpty && conf.testCleanupDelayMs > 0) Thread.sleep(conf.testCleanupDelayMs)
     val oldestRetained = retained.min
     val graceStart = nowMs - conf.orphanFileGraceMs
     val dropped = snapshots.filter { case (path, version, mtime) =>

@@ -21,7 +21,8 @@ final case class RockstateConf(
     snapshotUploadThreads: Int,
     localRecovery: Boolean,
     localDir: String,
-    testUploadDelayMs: Long) {
+    testUploadDelayMs: Long,
+    testCleanupDelayMs: Long) {
 
   /**
    * Whether an upload that took `ms` may have lost files to an orphan sweep elsewhere (files
@@ -47,6 +48,8 @@ object RockstateConf {
   val LocalDir = Prefix + "localDir"
   // Testing only: a pause before each snapshot file upload, to kill or stop mid-upload.
   val TestUploadDelayMs = Prefix + "testing.snapshotUploadDelayMs"
+  // Testing only: a pause in cleanup between deleting manifests and deleting their files.
+  val TestCleanupDelayMs = Prefix + "testing.cleanupDelayMs"
 
   val Defaults: Map[String, String] = Map(
     BlockCacheSizeMB -> "128",
@@ -60,7 +63,8 @@ object RockstateConf {
     SnapshotUploadThreads -> "2",
     LocalRecovery -> "true",
     LocalDir -> "",
-    TestUploadDelayMs -> "0")
+    TestUploadDelayMs -> "0",
+    TestCleanupDelayMs -> "0")
 
   private val Codecs = Set("none", "snappy", "lz4", "zstd")
 
@@ -106,6 +110,7 @@ object RockstateConf {
       snapshotUploadThreads = long(SnapshotUploadThreads, 1).toInt,
       localRecovery = bool(LocalRecovery),
       localDir = get(LocalDir),
-      testUploadDelayMs = long(TestUploadDelayMs, 0))
+      testUploadDelayMs = long(TestUploadDelayMs, 0),
+      testCleanupDelayMs = long(TestCleanupDelayMs, 0))
   }
 }

@@ -86,6 +86,7 @@ final case class SnapshotJob(
 /** The executor's background snapshot uploads: a small pool of daemon threads. */
 object SnapshotUploader extends Logging {
   @volatile private var pool: ThreadPoolExecutor = _
+  private val pending = new AtomicInteger()
 
   private def executor(threads: Int): ThreadPoolExecutor = synchronized {
     if (pool == null) {
@@ -104,11 +105,22 @@ object SnapshotUploader extends Logging {
    * Runs `job` in the background; `done` gets the manifest and its path, or the failure. The
    * job's local checkpoint is deleted either way.
    */
-  def submit(job: SnapshotJob)(done: Either[Throwable, (SnapshotManifest, String)] => Unit): Unit =
+  def submit(job: SnapshotJob)(done: Either[Throwable, (SnapshotManifest, String)] => Unit): Unit = {
+    pending.incrementAndGet()
     executor(job.conf.snapshotUploadThreads).execute { () =>
-      val result: Either[Throwable, (SnapshotManifest, String)] = try Right(job.run()) catch {
-        case e: Throwable => Left(e)
-      } finally FileUtils.deleteQuietly(job.checkpoint)
-      done(result)
+      try {
+        val result: Either[Throwable, (SnapshotManifest, String)] = try Right(job.run()) catch {
+          case e: Throwable => Left(e)
+        } finally FileUtils.deleteQuietly(job.checkpoint)
+        done(result)
+      } finally pending.decrementAndGet()
     }
+  }
+
+  /** Waits until this JVM has no snapshot upload queued or running; false on timeout. */
+  def awaitIdle(timeoutMs: Long): Boolean = {
+    val deadline = System.currentTimeMillis() + timeoutMs
+    while (pending.get > 0 && System.currentTimeMillis() < deadline) Thread.sleep(10)
+    pending.get == 0
+  }
 }

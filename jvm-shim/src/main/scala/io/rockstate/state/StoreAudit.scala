@@ -69,9 +69,11 @@ object StoreAudit {
 
   /**
    * Audits every rockstate store under `<checkpointLocation>/state`, loading the newest
-   * `retained` versions of each; returns the reports as JSON (for Python).
+   * `retained` versions of each; returns the reports as JSON (for Python). Snapshot uploads
+   * still running in this JVM are waited for first, so their files do not look like orphans.
    */
   def auditCheckpointJson(checkpointLocation: String, retained: Int): String = {
+    SnapshotUploader.awaitIdle(120000)
     val conf = RockstateConf.from(Map.empty, retained)
     val hadoopConf = new Configuration()
     val stateDir = new Path(checkpointLocation, "state")
