@@ -4,15 +4,21 @@ import java.io.{BufferedInputStream, BufferedOutputStream, DataInputStream, Data
 
 import scala.util.Using
 
+import com.github.luben.zstd.{ZstdInputStream, ZstdOutputStream}
+
 /**
  * A batch's changes to one store, in the order they were made (docs/checkpoint-format.md,
- * "Changelog files"): a 5-byte header (`RSCL` and format byte 1), then records
- * `op:u8 keyLen:i32 key [valueLen:i32 value]`, then the end record `0:u8 count:i64`. The end
- * record makes a truncated file detectable even before its CRC32 is checked.
+ * "Changelog files"): a 6-byte header (`RSCL`, format byte 1, codec byte), then, through the
+ * codec (0: none, 1: a zstd frame), records `op:u8 keyLen:i32 key [valueLen:i32 value]` and
+ * the end record `0:u8 count:i64`. The end record makes a truncated file detectable even
+ * before its CRC32 is checked.
  */
 object Changelog {
   val Magic: Array[Byte] = "RSCL".getBytes("US-ASCII")
   val Format: Byte = 1
+  val Codecs: Map[String, Byte] = Map("none" -> 0, "zstd" -> 1)
+  // A key or value larger than this is damage, not data (Spark's rows are far smaller).
+  private val MaxRecordBytes = 1 << 30
 
   val End: Byte = 0
   val Put: Byte = 1
@@ -29,13 +35,16 @@ object Changelog {
   }
 
   /** Appends records to a local file; `finish()` writes the end record and closes it. */
-  final class Writer(val file: File) extends AutoCloseable {
-    private val out = new DataOutputStream(
-      new BufferedOutputStream(new FileOutputStream(file), 1 << 16))
+  final class Writer(val file: File, codec: String) extends AutoCloseable {
+    private val out = {
+      val raw = new FileOutputStream(file)
+      raw.write(Magic)
+      raw.write(Array(Format, Codecs(codec)))
+      val body = if (codec == "zstd") new ZstdOutputStream(raw, 1) else raw
+      new DataOutputStream(new BufferedOutputStream(body, 1 << 16))
+    }
     private var count = 0L
     private var open = true
-    out.write(Magic)
-    out.writeByte(Format)
 
     def records: Long = count
 
@@ -75,41 +84,49 @@ object Changelog {
     def corrupt(why: String) = new CorruptCheckpointException(
       s"rockstate: changelog $where is damaged ($why). Restore the file or restart the query " +
         "from an earlier version (`rockstate verify` lists every damaged version).")
-    Using.resource(new DataInputStream(new BufferedInputStream(new FileInputStream(file), 1 << 16))) {
-      in =>
-        try {
-          val magic = new Array[Byte](Magic.length)
-          in.readFully(magic)
-          if (!java.util.Arrays.equals(magic, Magic)) throw corrupt("not a rockstate changelog")
-          val format = in.readByte()
-          if (format != Format) throw corrupt(s"unknown changelog format $format")
-          def bytes(): Array[Byte] = {
-            val n = in.readInt()
-            if (n < 0 || n > file.length) throw corrupt(s"record length $n out of range")
-            val b = new Array[Byte](n)
-            in.readFully(b)
-            b
-          }
-          var count = 0L
-          var op = in.readByte()
-          while (op != End) {
-            op match {
-              case Put => target.put(bytes(), bytes())
-              case Merge => target.merge(bytes(), bytes())
-              case Delete => target.delete(bytes())
-              case DeleteRange => target.deleteRange(bytes(), bytes())
-              case other => throw corrupt(s"unknown record type $other")
-            }
-            count += 1
-            op = in.readByte()
-          }
-          val expected = in.readLong()
-          if (expected != count) throw corrupt(s"$count records found, the end record says $expected")
-          if (in.read() != -1) throw corrupt("data after the end record")
-          count
-        } catch {
-          case _: EOFException => throw corrupt("it ends before its end record")
+    Using.resource(new FileInputStream(file)) { raw =>
+      val header = new Array[Byte](Magic.length + 2)
+      if (raw.readNBytes(header, 0, header.length) < header.length ||
+        !java.util.Arrays.equals(header.take(Magic.length), Magic)) {
+        throw corrupt("not a rockstate changelog")
+      }
+      if (header(4) != Format) throw corrupt(s"unknown changelog format ${header(4)}")
+      val body = header(5) match {
+        case 0 => raw
+        case 1 => new ZstdInputStream(raw)
+        case other => throw corrupt(s"unknown changelog codec $other")
+      }
+      val in = new DataInputStream(new BufferedInputStream(body, 1 << 16))
+      try {
+        def bytes(): Array[Byte] = {
+          val n = in.readInt()
+          if (n < 0 || n > MaxRecordBytes) throw corrupt(s"record length $n out of range")
+          val b = new Array[Byte](n)
+          in.readFully(b)
+          b
         }
+        var count = 0L
+        var op = in.readByte()
+        while (op != End) {
+          op match {
+            case Put => target.put(bytes(), bytes())
+            case Merge => target.merge(bytes(), bytes())
+            case Delete => target.delete(bytes())
+            case DeleteRange => target.deleteRange(bytes(), bytes())
+            case other => throw corrupt(s"unknown record type $other")
+          }
+          count += 1
+          op = in.readByte()
+        }
+        val expected = in.readLong()
+        if (expected != count) throw corrupt(s"$count records found, the end record says $expected")
+        if (in.read() != -1) throw corrupt("data after the end record")
+        count
+      } catch {
+        case _: EOFException => throw corrupt("it ends before its end record")
+        case e: java.io.IOException if !e.isInstanceOf[CorruptCheckpointException] =>
+          throw corrupt(e.getMessage)
+      } finally in.close()
     }
   }
 }

@@ -18,6 +18,7 @@ final case class RockstateConf(
     orphanFileGraceMs: Long,
     trackTotalNumberOfRows: Boolean,
     snapshotInterval: Int,
+    changelogCompression: String,
     snapshotUploadThreads: Int,
     localRecovery: Boolean,
     localDir: String,
@@ -43,6 +44,7 @@ object RockstateConf {
   val OrphanFileGraceMs = Prefix + "orphanFileGraceMs"
   val TrackTotalNumberOfRows = Prefix + "trackTotalNumberOfRows"
   val SnapshotInterval = Prefix + "snapshotInterval"
+  val ChangelogCompression = Prefix + "changelogCompression"
   val SnapshotUploadThreads = Prefix + "snapshotUploadThreads"
   val LocalRecovery = Prefix + "localRecovery"
   val LocalDir = Prefix + "localDir"
@@ -60,6 +62,7 @@ object RockstateConf {
     OrphanFileGraceMs -> "600000",
     TrackTotalNumberOfRows -> "true",
     SnapshotInterval -> "10",
+    ChangelogCompression -> "zstd",
     SnapshotUploadThreads -> "2",
     LocalRecovery -> "true",
     LocalDir -> "",
@@ -91,12 +94,16 @@ object RockstateConf {
         throw new IllegalArgumentException(
           s"rockstate: $key must be true or false, got '$other'; the default is ${Defaults(key)}.")
     }
-    val codec = get(Compression).toLowerCase(Locale.ROOT)
-    if (!Codecs.contains(codec)) {
-      throw new IllegalArgumentException(
-        s"rockstate: $Compression must be one of ${Codecs.toSeq.sorted.mkString(", ")}, " +
-          s"got '$codec'.")
+    def oneOf(key: String, allowed: Set[String]): String = {
+      val v = get(key).toLowerCase(Locale.ROOT)
+      if (!allowed.contains(v)) {
+        throw new IllegalArgumentException(
+          s"rockstate: $key must be one of ${allowed.toSeq.sorted.mkString(", ")}, got '$v'; " +
+            s"the default is ${Defaults(key)}.")
+      }
+      v
     }
+    val codec = oneOf(Compression, Codecs)
     RockstateConf(
       blockCacheSizeMB = long(BlockCacheSizeMB, 1),
       writeBufferSizeMB = long(WriteBufferSizeMB, 1),
@@ -107,6 +114,7 @@ object RockstateConf {
       orphanFileGraceMs = long(OrphanFileGraceMs, 0),
       trackTotalNumberOfRows = bool(TrackTotalNumberOfRows),
       snapshotInterval = long(SnapshotInterval, 1).toInt,
+      changelogCompression = oneOf(ChangelogCompression, Changelog.Codecs.keySet),
       snapshotUploadThreads = long(SnapshotUploadThreads, 1).toInt,
       localRecovery = bool(LocalRecovery),
       localDir = get(LocalDir),

@@ -137,7 +137,7 @@ final class VersionedRocksDB(
     rocksDB // fails clearly when nothing is loaded
     dirty = true
     changelog.getOrElse {
-      val w = new Changelog.Writer(local.newWorkPath("changelog"))
+      val w = new Changelog.Writer(local.newWorkPath("changelog"), conf.changelogCompression)
       changelog = Some(w)
       w
     }
