@@ -32,17 +32,26 @@ def _session(app: str):
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
     )
-    return rockstate.configure(builder).getOrCreate()
+    # A snapshot every 2 versions (default 10), so three batches show the whole pipeline.
+    return rockstate.configure(builder, snapshotInterval=2).getOrCreate()
 
 
 def _progress_line(progress: dict) -> str:
     op = progress["stateOperators"][0]
     m = op.get("customMetrics", {})
-    return (
-        f"batch {progress['batchId']}: {op['numRowsTotal']} keys in state, "
-        f"{m.get('rockstateFilesUploaded', 0)} files / {m.get('rockstateBytesUploaded', 0)} bytes "
-        f"uploaded, {m.get('rockstateFilesReused', 0)} files reused"
+    line = (
+        f"batch {progress['batchId']}: {op['numRowsTotal']} keys in state; loaded with "
+        f"{m.get('rockstateBytesDownloaded', 0)} bytes downloaded; commit wrote "
+        f"{m.get('rockstateChangelogRecords', 0)} changes in "
+        f"{m.get('rockstateCommitBytes', 0)} bytes"
     )
+    if m.get("rockstateSnapshotsCompleted"):
+        line += (
+            f"; {m['rockstateSnapshotsCompleted']} background snapshot(s) uploaded "
+            f"{m.get('rockstateBytesUploaded', 0)} new bytes, reused "
+            f"{m.get('rockstateBytesReused', 0)}"
+        )
+    return line
 
 
 def run(workdir: Path) -> int:
