@@ -262,8 +262,10 @@ class RockstateStoreSuite extends AnyFunSuite with BeforeAndAfterEach {
     awaitSnapshot(1)
     Thread.sleep(100) // the upload thread records the confirmation right after the manifest
     commitVersions(p, 2 to 2)((_, s) => s.put(key("x", 0), value(0)))
-    assert(remote().readManifest(2).snapshot.map(_.version).contains(1L))
-    val sst = new File(storeDir, "sst").listFiles().filter(f => !f.getName.startsWith(".")).head
+    val base = remote().readManifest(2).snapshot
+    assert(base.map(_.version).contains(1L))
+    val used = remote().readSnapshotManifest(base.get.path, "test").files.find(_.kind == "sst").get
+    val sst = new File(storeDir, used.path)
     val raf = new RandomAccessFile(sst, "rw")
     try raf.setLength(sst.length() / 2) finally raf.close()
     val e = intercept[CorruptCheckpointException](provider(executor = 1).getReadStore(2))
@@ -366,6 +368,30 @@ class RockstateStoreSuite extends AnyFunSuite with BeforeAndAfterEach {
     val m = dir.readManifest(4)
     assert(m.snapshot.map(_.version).contains(1L) && m.changelogs.map(_.version) == Seq(2L, 3L, 4L))
     assert(contents(provider(executor = 1).getReadStore(4)).size == 301)
+  }
+
+  test("a format 1 manifest (a full snapshot listing its files) still loads and builds on") {
+    val p = provider(extra = snapshotEveryVersion)
+    commitVersions(p, 1 to 1)((_, s) => (1 to 100).foreach(i => s.put(key(s"k$i", 1), value(i))))
+    awaitSnapshot(1)
+    val dir = remote()
+    val snap = dir.readSnapshotManifest(dir.listSnapshots().head._1, "test")
+    // What rockstate 0.1 wrote for version 1: the snapshot's files in the version manifest.
+    val legacy = Map("formatVersion" -> 1, "version" -> 1, "operatorId" -> 0, "partitionId" -> 0,
+      "storeName" -> "default", "numKeys" -> 100, "useColumnFamilies" -> false,
+      "columnFamilies" -> snap.columnFamilies, "files" -> snap.files, "stats" -> snap.stats,
+      "createdAtMs" -> 0L, "writer" -> "rockstate-jvm")
+    FileUtils.writeByteArrayToFile(new File(storeDir, "manifests/1.json"),
+      VersionManifest.toJson(legacy))
+    new File(storeDir, "manifests/.1.json.crc").delete() // Hadoop's checksum of the old bytes
+    FileUtils.deleteDirectory(new File(storeDir, "snapshots"))
+    FileUtils.deleteDirectory(new File(storeDir, "changelog"))
+    val moved = provider(executor = 1)
+    assert(contents(moved.getReadStore(1)).size == 100)
+    commitVersions(moved, 2 to 2)((_, s) => s.put(key("new", 2), value(2)))
+    val m = dir.readManifest(2)
+    assert(m.formatVersion == 2 && m.snapshot.map(_.version).contains(1L))
+    assert(contents(provider(executor = 2).getReadStore(2)).size == 101)
   }
 
   test("bad settings are refused with the key named") {
