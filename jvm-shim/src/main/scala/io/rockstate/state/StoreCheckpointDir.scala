@@ -47,11 +47,8 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
 
   /**
    * Copies a file down and checks it against the manifest; a missing, short or altered file
-   * fails with the file and version named, never passing as empty state.
+   * fails with the file and what needs it named, never passing as empty state.
    */
-  def download(entry: StateFile, version: Long, local: File): Unit =
-    download(entry.path, entry.size, entry.crc32, s"version $version", local)
-
   def download(path: String, expectedSize: Long, expectedCrc: Long, neededBy: String,
       local: File): Unit = {
     val source = resolve(path)
@@ -133,8 +130,6 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
       } else None
     }.sortBy(_._2)
   }
-
-  def manifestExists(version: Long): Boolean = fs.exists(manifestPath(version))
 
   def readManifest(version: Long): VersionManifest = {
     val path = manifestPath(version)

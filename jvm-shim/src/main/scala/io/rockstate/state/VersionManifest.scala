@@ -90,10 +90,7 @@ final case class SnapshotManifest(
     files: Seq[StateFile],
     stats: SnapshotStats,
     createdAtMs: Long,
-    writer: String) {
-
-  def stateBytes: Long = files.map(_.size).sum
-}
+    writer: String)
 
 object VersionManifest {
   val FormatVersion = 2
