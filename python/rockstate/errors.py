@@ -9,3 +9,7 @@ class RockstateError(Exception):
 
 class RockstateSetupError(RockstateError):
     """rockstate cannot run here: a missing jar, Java, or a pyspark version it was not built for."""
+
+
+class CorruptCheckpointError(RockstateError):
+    """A checkpoint file is missing, damaged, or not what its manifest says."""

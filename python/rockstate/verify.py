@@ -1,0 +1,127 @@
+"""``verify``: check a checkpoint location against docs/checkpoint-format.md, without Spark.
+
+Every version manifest and snapshot manifest present must parse; every file one of them
+references must be present with the size and CRC32 its manifest records; every changelog must
+hold whole records and end with its end record. Each problem names the file and the versions
+that need it.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from rockstate.errors import CorruptCheckpointError
+from rockstate.format import changelog_records
+from rockstate.location import CheckpointLocation, StoreRef
+
+
+@dataclass(frozen=True)
+class Problem:
+    store: str
+    path: str
+    what: str
+    versions: tuple[int, ...] = ()
+
+    def __str__(self) -> str:
+        needed = f" (needed by version {', '.join(map(str, self.versions))})" \
+            if self.versions else ""
+        return f"{self.store}: {self.path}: {self.what}{needed}"
+
+
+@dataclass
+class VerifyReport:
+    location: str
+    stores: int = 0
+    versions: int = 0
+    files_checked: int = 0
+    bytes_checked: int = 0
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_dict(self) -> dict:
+        return {"location": self.location, "ok": self.ok, "stores": self.stores,
+                "versions": self.versions, "filesChecked": self.files_checked,
+                "bytesChecked": self.bytes_checked,
+                "problems": [{"store": p.store, "path": p.path, "what": p.what,
+                              "versions": list(p.versions)} for p in self.problems]}
+
+
+def verify(location: str | CheckpointLocation,
+           progress: Callable[[str], None] | None = None) -> VerifyReport:
+    loc = location if isinstance(location, CheckpointLocation) else CheckpointLocation(location)
+    report = VerifyReport(loc.url)
+    for store in loc.stores():
+        if progress:
+            progress(str(store))
+        _verify_store(loc, store, report)
+    if report.stores == 0:
+        report.problems.append(Problem(loc.url, "state/", "no rockstate store found; is this "
+                                       "the checkpointLocation of a query run on rockstate?"))
+    return report
+
+
+def _verify_store(loc: CheckpointLocation, store: StoreRef, report: VerifyReport) -> None:
+    report.stores += 1
+    name = str(store)
+    # path -> (size, crc32, kind, versions needing it)
+    needed: dict[str, tuple[int, int, str, set[int]]] = {}
+    snapshots: dict[str, set[int]] = {p: set() for p in loc.snapshots(store)}
+
+    def need(path: str, size: int, crc: int, kind: str, version: int | None) -> None:
+        entry = needed.setdefault(path, (size, crc, kind, set()))
+        if version is not None:
+            entry[3].add(version)
+
+    for v in loc.versions(store):
+        report.versions += 1
+        try:
+            m = loc.manifest(store, v)
+        except CorruptCheckpointError as e:
+            report.problems.append(Problem(name, f"manifests/{v}.json", str(e), (v,)))
+            continue
+        for f in m.files:  # format 1
+            need(f.path, f.size, f.crc32, f.kind, v)
+        for c in m.changelogs:
+            need(c.path, c.size, c.crc32, "changelog", v)
+        if m.snapshot:
+            snapshots.setdefault(m.snapshot.path, set()).add(v)
+    for path, versions in sorted(snapshots.items()):
+        try:
+            s = loc.snapshot_manifest(store, path, "verify")
+        except CorruptCheckpointError as e:
+            report.problems.append(Problem(name, path, str(e), tuple(sorted(versions))))
+            continue
+        for f in s.files:
+            need(f.path, f.size, f.crc32, f.kind, None)
+            needed[f.path][3].update(versions)
+    for path, (size, crc, kind, versions) in sorted(needed.items()):
+        problem = _check_file(loc, store, path, size, crc, kind)
+        report.files_checked += 1
+        report.bytes_checked += size
+        if problem:
+            report.problems.append(Problem(name, path, problem, tuple(sorted(versions))))
+
+
+def _check_file(loc: CheckpointLocation, store: StoreRef, path: str, size: int, crc: int,
+                kind: str) -> str | None:
+    try:
+        data = loc.read(store, path, "verify")
+    except CorruptCheckpointError:
+        return "missing"
+    if len(data) != size:
+        return f"size {len(data)}, the manifest says {size} (truncated or replaced)"
+    found = zlib.crc32(data)
+    if found != crc:
+        return f"CRC32 {found}, the manifest says {crc} (damaged)"
+    if kind == "changelog":
+        try:
+            for _ in changelog_records(data, path):
+                pass
+        except CorruptCheckpointError as e:
+            return str(e)
+    return None

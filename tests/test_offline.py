@@ -1,0 +1,139 @@
+"""The offline tools on a real rockstate checkpoint: inspect and verify, no Spark needed.
+
+The checkpoint is made once by a real query (snapshots every 2 versions, so it holds
+snapshots, shared SSTs and changelogs); each damage test works on a copy of it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import fsspec
+import pytest
+from pyspark.sql import functions as F
+
+import rockstate
+from rockstate.location import CheckpointLocation
+from streams import run_stream
+
+SCHEMA = "key STRING, value INT, ts TIMESTAMP"
+
+
+@pytest.fixture(scope="module")
+def built(sessions, tmp_path_factory) -> Path:
+    spark = sessions.get("local")
+    work = tmp_path_factory.mktemp("offline")
+    batches = [[{"key": f"k{(b * 5 + i) % 23}", "value": i, "ts": "2026-01-01 00:00:00"}
+                for i in range(40)] for b in range(6)]
+    run = run_stream(spark, rockstate.PROVIDER_CLASS,
+                     lambda s: s.groupBy("key").agg(F.count("*").alias("n")),
+                     batches, workdir=work, name="offline", schema=SCHEMA)
+    spark.sparkContext._jvm.io.rockstate.state.SnapshotUploader.awaitIdle(60000)
+    return run.checkpoint
+
+
+@pytest.fixture()
+def copy(built: Path, tmp_path: Path) -> Path:
+    target = tmp_path / "checkpoint"
+    shutil.copytree(built, target)
+    return target
+
+
+def _store_file(checkpoint: Path, sub: str, suffix: str) -> Path:
+    files = sorted(p for p in (checkpoint / "state" / "0" / "0" / sub).rglob(f"*{suffix}")
+                   if not p.name.startswith("."))
+    assert files, f"no {suffix} under {sub}"
+    return files[0]
+
+
+def _referenced(checkpoint: Path, kind: str) -> Path:
+    """A file of that kind which the latest version of partition 0 really needs."""
+    loc = CheckpointLocation(str(checkpoint))
+    store = loc.stores()[0]
+    m = loc.manifest(store, loc.versions(store)[-1])
+    if kind == "changelog":
+        return Path(store.path) / m.changelogs[0].path
+    assert m.snapshot, "the latest version should build on a snapshot"
+    snap = loc.snapshot_manifest(store, m.snapshot.path, "test")
+    return Path(store.path) / next(f.path for f in snap.files if f.kind == "sst")
+
+
+def test_inspect_lists_operators_stores_versions_and_snapshots(built: Path):
+    summary = CheckpointLocation(str(built)).summary()
+    assert summary["operators"] == [0]
+    assert [(s["operator"], s["partition"], s["store"]) for s in summary["stores"]] == \
+        [(0, 0, "default"), (0, 1, "default")]
+    for s in summary["stores"]:
+        # Six batches; maintenance may already have expired version 1 (5 retained).
+        assert s["versions"] in ([1, 2, 3, 4, 5, 6], [2, 3, 4, 5, 6])
+        assert s["snapshots"] and all(v % 2 == 0 for v in s["snapshots"])
+        assert s["columnFamilies"] == ["default"]
+    assert sum(s["numKeys"] for s in summary["stores"]) == 23
+
+
+def test_verify_passes_a_sound_checkpoint(built: Path):
+    report = rockstate.verify(str(built))
+    assert report.ok, [str(p) for p in report.problems]
+    assert report.stores == 2 and report.versions >= 10
+    assert report.files_checked > 12  # changelogs, snapshot SSTs and meta files
+
+
+def test_verify_finds_a_missing_sst(copy: Path):
+    sst = _referenced(copy, "sst")
+    sst.unlink()
+    problems = rockstate.verify(str(copy)).problems
+    assert any(p.path.endswith(sst.name) and p.what == "missing" and p.versions
+               for p in problems), problems
+
+
+def test_verify_finds_a_truncated_sst(copy: Path):
+    sst = _referenced(copy, "sst")
+    sst.write_bytes(sst.read_bytes()[: sst.stat().st_size // 2])
+    problems = rockstate.verify(str(copy)).problems
+    assert any(p.path.endswith(sst.name) and "truncated" in p.what for p in problems), problems
+
+
+def test_verify_finds_a_corrupt_manifest(copy: Path):
+    manifest = copy / "state" / "0" / "1" / "manifests" / "4.json"
+    manifest.write_text(manifest.read_text()[:40])
+    problems = rockstate.verify(str(copy)).problems
+    assert [p.path for p in problems] == ["manifests/4.json"]
+    assert "not valid JSON" in problems[0].what and problems[0].versions == (4,)
+
+
+def test_verify_finds_a_missing_changelog(copy: Path):
+    changelog = _referenced(copy, "changelog")
+    changelog.unlink()
+    problems = rockstate.verify(str(copy)).problems
+    assert any(p.path.endswith(changelog.name) and p.what == "missing" for p in problems)
+
+
+def test_memory_filesystem_copy_reads_the_same(built: Path):
+    fs = fsspec.filesystem("memory")
+    fs.put(str(built), "/offline-copy", recursive=True)
+    on_disk = CheckpointLocation(str(built)).summary()
+    in_memory = CheckpointLocation("memory://offline-copy").summary()
+    assert in_memory["stores"] == on_disk["stores"]
+    assert rockstate.verify("memory://offline-copy").ok
+
+
+def test_cli_verify_and_inspect_run_without_spark(built: Path, copy: Path):
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        # A fresh interpreter: the tools must not need a JVM or a SparkSession.
+        code = ("import sys, rockstate.cli as c; r = c.main(sys.argv[1:]); "
+                "assert 'pyspark.sql.session' not in sys.modules; sys.exit(r)")
+        return subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
+                              text=True, check=False)
+
+    ok = cli("verify", str(built), "--json")
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["ok"] is True
+    table = cli("inspect", str(built))
+    assert table.returncode == 0 and "..6 (" in table.stdout, table.stdout + table.stderr
+    _referenced(copy, "sst").unlink()
+    bad = cli("verify", str(copy))
+    assert bad.returncode == 1 and "PROBLEM" in bad.stdout and "missing" in bad.stdout
