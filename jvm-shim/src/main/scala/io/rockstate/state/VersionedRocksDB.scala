@@ -85,6 +85,9 @@ final class VersionedRocksDB(
   def memoryBytes: Long = db.map(_.approximateMemoryBytes).getOrElse(0L)
   def stateBytes: Long = db.map(_.sstBytes).getOrElse(0L)
 
+  private def familyEntries: Seq[ColumnFamilyEntry] =
+    families.toSeq.sortBy(_._2).map { case (n, i) => ColumnFamilyEntry(n, i) }
+
   /** The version's identity: the path of its changelog (unique per commit attempt). */
   private def stateId: String = chain.lastOption.map(_.path).getOrElse(baseStateId)
 
@@ -292,7 +295,7 @@ final class VersionedRocksDB(
       operatorId = operatorId, partitionId = partitionId, storeName = storeName,
       numKeys = keys,
       useColumnFamilies = useColumnFamilies,
-      columnFamilies = families.toSeq.sortBy(_._2).map { case (n, i) => ColumnFamilyEntry(n, i) },
+      columnFamilies = familyEntries,
       snapshot = base,
       changelogs = chain,
       commit = Some(CommitStats(size, log.records, commitMs)),
@@ -344,7 +347,7 @@ final class VersionedRocksDB(
     val syncMs = (System.nanoTime() - start) / 1000000
     val manifest = SnapshotManifest(VersionManifest.FormatVersion, version, operatorId,
       partitionId, storeName, stateId, keys, useColumnFamilies,
-      families.toSeq.sortBy(_._2).map { case (n, i) => ColumnFamilyEntry(n, i) }, Nil,
+      familyEntries, Nil,
       SnapshotStats.Zero.copy(syncMs = syncMs), 0L, VersionManifest.Writer)
     SnapshotUploader.submit(SnapshotJob(manifest, checkpoint, checkpointDir, local,
       confirmedFiles, conf)) { result =>
