@@ -10,6 +10,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pyspark.sql import functions as F
 
@@ -45,6 +46,7 @@ def run_stream(
     restart_at: int | None = None,
     sources: int = 1,
     before_batch: Callable[[int], None] | None = None,
+    after_batch: Callable[[int, Any], None] | None = None,
     confs: dict[str, str] | None = None,
 ) -> StreamRun:
     """Feeds ``batches`` (one JSON file each) to ``build(stream)`` and records every batch.
@@ -53,8 +55,9 @@ def run_stream(
     each item's ``"side"`` (0 or 1), so both sides of a batch always arrive together.
     ``restart_at=i`` stops the query before batch ``i`` and starts it again from its
     checkpoint, as a crashed or redeployed query would be. ``before_batch(i)`` runs while the
-    query is live, before batch ``i`` arrives (to kill an executor, say). ``confs`` are SQL
-    settings for this query only.
+    query is live, before batch ``i`` arrives (to kill an executor, say); ``after_batch(i,
+    query)`` runs once batch ``i`` is processed. ``confs`` are SQL settings for this query
+    only.
     """
     src = workdir / f"{name}-src"
     src.mkdir(parents=True, exist_ok=True)
@@ -99,6 +102,8 @@ def run_stream(
             query.processAllAvailable()
             if query.lastProgress:
                 run.progress.append(query.lastProgress)
+            if after_batch is not None:
+                after_batch(i, query)
     finally:
         query.stop()
         for k, v in saved.items():

@@ -58,6 +58,16 @@ def test_every_executor_reports_its_shared_memory_to_the_driver(cluster_spark):
 SETTING = "spark.sql.streaming.stateStore.rockstate."
 
 
+def _kill_an_executor(app_id: str, killed: list[int]) -> None:
+    """SIGKILLs one executor JVM and waits for the worker to start its replacement."""
+    pids = [p for p in _executor_pids(app_id) if p not in killed]
+    assert pids, "no executor JVMs found to kill"
+    os.kill(pids[0], signal.SIGKILL)
+    killed.append(pids[0])
+    _wait_for(lambda: len([p for p in _executor_pids(app_id) if p not in killed]) >= 2,
+              "the worker to start a replacement executor")
+
+
 def _build(s):
     return s.groupBy("key").agg(F.count("*").alias("n"), F.sum("value").alias("t"))
 
@@ -77,14 +87,8 @@ def _run_with_kill(spark, workdir: Path, name: str, n: int, kill_before: int,
     killed: list[int] = []
 
     def kill_an_executor(i: int) -> None:
-        if i != kill_before:
-            return
-        pids = _executor_pids(app_id)
-        assert pids, "no executor JVMs found to kill"
-        os.kill(pids[0], signal.SIGKILL)
-        killed.append(pids[0])
-        _wait_for(lambda: len([p for p in _executor_pids(app_id) if p not in killed]) >= 2,
-                  "the worker to start a replacement executor")
+        if i == kill_before:
+            _kill_an_executor(app_id, killed)
 
     mine = run_stream(spark, rockstate.PROVIDER_CLASS, _build, batches, workdir=workdir,
                       name=name, schema=SCHEMA, before_batch=kill_an_executor, confs=confs)

@@ -10,6 +10,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import fsspec
@@ -33,6 +34,13 @@ def built(sessions, tmp_path_factory) -> Path:
                      lambda s: s.groupBy("key").agg(F.count("*").alias("n")),
                      batches, workdir=work, name="offline", schema=SCHEMA)
     spark.sparkContext._jvm.io.rockstate.state.SnapshotUploader.awaitIdle(60000)
+    # The driver writes checkpoint 6's metadata once the last acknowledgement arrives.
+    metadata = run.checkpoint / "rockstate" / "checkpoints" / "6" / "_metadata"
+    for _ in range(120):
+        if metadata.exists():
+            break
+        time.sleep(0.5)
+    assert metadata.exists(), "checkpoint 6 did not complete"
     return run.checkpoint
 
 
@@ -118,7 +126,39 @@ def test_memory_filesystem_copy_reads_the_same(built: Path):
     on_disk = CheckpointLocation(str(built)).summary()
     in_memory = CheckpointLocation("memory://offline-copy").summary()
     assert in_memory["stores"] == on_disk["stores"]
+    assert in_memory["checkpoints"] == on_disk["checkpoints"]
+    assert rockstate.checkpoints("memory://offline-copy").completed == \
+        rockstate.checkpoints(str(built)).completed
     assert rockstate.verify("memory://offline-copy").ok
+
+
+def test_completed_checkpoints_read_offline(built: Path):
+    view = rockstate.checkpoints(str(built))
+    assert [c.version for c in view.completed] == [2, 4, 6]
+    for c in view.completed:
+        assert c.status == "completed" and c.batch_id == c.version - 1
+        assert {(s.operator, s.store, s.partition) for s in c.stores} == \
+            {(0, "default", 0), (0, "default", 1)}
+        assert all((built / s.store_dir / s.snapshot_manifest).exists() for s in c.stores)
+    assert view.latest.num_keys == 23
+    assert rockstate.verify(str(built)).checkpoints == 3
+
+
+def test_verify_finds_a_corrupt_checkpoint_metadata(copy: Path):
+    metadata = copy / "rockstate" / "checkpoints" / "4" / "_metadata"
+    metadata.write_text(metadata.read_text()[:50])
+    (metadata.parent / "._metadata.crc").unlink(missing_ok=True)
+    problems = rockstate.verify(str(copy)).problems
+    assert [p.path for p in problems] == ["rockstate/checkpoints/4/_metadata"]
+    assert "not valid JSON" in problems[0].what
+
+
+def test_verify_finds_a_snapshot_a_checkpoint_needs_missing(copy: Path):
+    named = rockstate.checkpoints(str(copy)).completed[-1].stores[0]
+    (copy / named.store_dir / named.snapshot_manifest).unlink()
+    problems = rockstate.verify(str(copy)).problems
+    mine = [p for p in problems if p.store == "checkpoint 6"]
+    assert len(mine) == 1 and mine[0].what.startswith("missing") and mine[0].versions == (6,)
 
 
 def test_cli_verify_and_inspect_run_without_spark(built: Path, copy: Path):

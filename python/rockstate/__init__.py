@@ -1,12 +1,21 @@
 """rockstate: a RocksDB state backend for Spark Structured Streaming.
 
 ``rockstate.configure(SparkSession.builder)`` switches a session's stateful queries to the
-rockstate state store provider; ``rockstate.CheckpointLocation`` and ``rockstate.verify`` read
-and check a checkpoint without Spark.
+rockstate state store provider; ``rockstate.checkpoints(query)`` shows the checkpoints the
+driver's coordinator completes; ``rockstate.CheckpointLocation`` and ``rockstate.verify`` read
+and check a checkpoint location without Spark.
 """
 
 from __future__ import annotations
 
+from rockstate.checkpoints import (
+    Checkpoint,
+    CheckpointWatcher,
+    QueryCheckpoints,
+    StoreAck,
+    checkpoints,
+    on_checkpoint_complete,
+)
 from rockstate.errors import CorruptCheckpointError, RockstateError, RockstateSetupError
 from rockstate.jar import jar_path
 from rockstate.location import CheckpointLocation
@@ -19,12 +28,18 @@ __version__ = "0.1.0"
 __all__ = [
     "PLUGIN_CLASS",
     "PROVIDER_CLASS",
+    "Checkpoint",
     "CheckpointLocation",
+    "CheckpointWatcher",
     "CorruptCheckpointError",
+    "QueryCheckpoints",
     "RockstateError",
     "RockstateSetupError",
+    "StoreAck",
+    "checkpoints",
     "configure",
     "jar_path",
+    "on_checkpoint_complete",
     "provider_class",
     "recorded_confs",
     "spark_defaults",

@@ -60,6 +60,12 @@ def _checkpoint_command(args: argparse.Namespace) -> int:
             print(f"{s['operator']:>3} {s['partition']:>4} {s['store']:<26} "
                   f"{_span(v):<14} {_span(snaps):<14} {s['numKeys']:>9}  "
                   f"{', '.join(s['columnFamilies'])}")
+        if summary["checkpoints"]:
+            print(f"completed checkpoints: {'version':>8} {'batch':>6} {'stores':>6} "
+                  f"{'keys':>9} {'state bytes':>12}")
+            for c in summary["checkpoints"]:
+                print(f"{'':<22} {c['version']:>8} {c['batchId']:>6} {c['stores']:>6} "
+                      f"{c['numKeys']:>9} {c['stateBytes']:>12}")
         return 0
     from rockstate.verify import verify
 
@@ -71,7 +77,8 @@ def _checkpoint_command(args: argparse.Namespace) -> int:
     else:
         for p in report.problems:
             print(f"PROBLEM {p}")
-        print(f"{report.stores} stores, {report.versions} versions, {report.files_checked} "
+        print(f"{report.stores} stores, {report.versions} versions, "
+              f"{report.checkpoints} completed checkpoints, {report.files_checked} "
               f"files ({report.bytes_checked} bytes) checked: "
               f"{'OK' if report.ok else f'{len(report.problems)} problems'}")
     return 0 if report.ok else 1

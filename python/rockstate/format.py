@@ -79,19 +79,22 @@ class SnapshotManifest:
     stats: dict
 
 
-def _load(data: bytes, where: str) -> dict:
+def load_document(data: bytes, where: str, newest: int = FORMAT_VERSION,
+                  what: str = "manifest") -> dict:
+    """A JSON document with a ``formatVersion`` this reader knows (at most ``newest``)."""
     try:
         doc = json.loads(data)
     except (ValueError, UnicodeDecodeError) as e:
         raise CorruptCheckpointError(
-            f"manifest {where} is not valid JSON ({e}); the checkpoint is corrupt. Restore the "
+            f"{what} {where} is not valid JSON ({e}); the checkpoint is corrupt. Restore the "
             "file from a backup.") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("formatVersion"), int):
-        raise CorruptCheckpointError(f"manifest {where} has no formatVersion; it is corrupt.")
-    if doc["formatVersion"] > FORMAT_VERSION:
+    version = doc.get("formatVersion") if isinstance(doc, dict) else None
+    if not isinstance(version, int) or version <= 0:
+        raise CorruptCheckpointError(f"{what} {where} has no formatVersion; it is corrupt.")
+    if version > newest:
         raise CorruptCheckpointError(
-            f"manifest {where} has format version {doc['formatVersion']}, newer than this "
-            f"rockstate reads ({FORMAT_VERSION}); upgrade rockstate.")
+            f"{what} {where} has format version {version}, newer than this rockstate reads "
+            f"({newest}); upgrade rockstate.")
     return doc
 
 
@@ -105,7 +108,7 @@ def _families(items: list) -> dict[str, int]:
 
 
 def parse_version_manifest(data: bytes, where: str) -> VersionManifest:
-    doc = _load(data, where)
+    doc = load_document(data, where)
     try:
         snapshot = doc.get("snapshot")
         return VersionManifest(
@@ -130,7 +133,7 @@ def parse_version_manifest(data: bytes, where: str) -> VersionManifest:
 
 
 def parse_snapshot_manifest(data: bytes, where: str) -> SnapshotManifest:
-    doc = _load(data, where)
+    doc = load_document(data, where)
     try:
         return SnapshotManifest(
             version=int(doc["version"]),

@@ -13,6 +13,7 @@ from typing import Any
 
 import fsspec
 
+from rockstate.checkpoints import Checkpoint, parse_checkpoint_metadata
 from rockstate.errors import CorruptCheckpointError
 from rockstate.format import (
     SnapshotManifest,
@@ -129,6 +130,16 @@ class CheckpointLocation:
                 out[posixpath.relpath(path, store.path)] = int(info["size"])
         return out
 
+    def checkpoints(self) -> list[Checkpoint]:
+        """Completed checkpoints (``rockstate/checkpoints/<version>/_metadata``), oldest first."""
+        top = self._path("rockstate", "checkpoints")
+        out = []
+        for name in self._dirs(top):
+            path = posixpath.join(top, name, "_metadata")
+            if name.isdigit() and self.fs.exists(path):
+                out.append(parse_checkpoint_metadata(self.fs.cat_file(path), path))
+        return sorted(out, key=lambda c: c.version)
+
     def summary(self) -> dict:
         """What ``rockstate inspect`` shows: every store with its versions and snapshots."""
         stores = []
@@ -144,4 +155,10 @@ class CheckpointLocation:
                 "columnFamilies": sorted(latest.column_families) if latest else [],
                 "numKeys": latest.num_keys if latest else 0,
             })
-        return {"location": self.url, "operators": self.operators(), "stores": stores}
+        checkpoints = [{
+            "version": c.version, "batchId": c.batch_id, "stores": len(c.stores),
+            "numKeys": c.num_keys, "stateBytes": c.state_bytes,
+            "bytesUploaded": c.bytes_uploaded, "completedAtMs": c.completed_at_ms,
+        } for c in self.checkpoints()]
+        return {"location": self.url, "operators": self.operators(), "stores": stores,
+                "checkpoints": checkpoints}

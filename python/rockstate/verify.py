@@ -1,6 +1,7 @@
 """``verify``: check a checkpoint location against docs/checkpoint-format.md, without Spark.
 
-Every version manifest and snapshot manifest present must parse; every file one of them
+Every version manifest, snapshot manifest and completed checkpoint's metadata present must
+parse; every snapshot a completed checkpoint names must be present; every file one of them
 references must be present with the size and CRC32 its manifest records; every changelog must
 hold whole records and end with its end record. Each problem names the file and the versions
 that need it.
@@ -8,10 +9,12 @@ that need it.
 
 from __future__ import annotations
 
+import posixpath
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from rockstate.checkpoints import parse_checkpoint_metadata
 from rockstate.errors import CorruptCheckpointError
 from rockstate.format import changelog_records
 from rockstate.location import CheckpointLocation, StoreRef
@@ -35,6 +38,7 @@ class VerifyReport:
     location: str
     stores: int = 0
     versions: int = 0
+    checkpoints: int = 0
     files_checked: int = 0
     bytes_checked: int = 0
     problems: list[Problem] = field(default_factory=list)
@@ -45,7 +49,8 @@ class VerifyReport:
 
     def to_dict(self) -> dict:
         return {"location": self.location, "ok": self.ok, "stores": self.stores,
-                "versions": self.versions, "filesChecked": self.files_checked,
+                "versions": self.versions, "checkpoints": self.checkpoints,
+                "filesChecked": self.files_checked,
                 "bytesChecked": self.bytes_checked,
                 "problems": [{"store": p.store, "path": p.path, "what": p.what,
                               "versions": list(p.versions)} for p in self.problems]}
@@ -59,10 +64,40 @@ def verify(location: str | CheckpointLocation,
         if progress:
             progress(str(store))
         _verify_store(loc, store, report)
+    _verify_checkpoints(loc, report)
     if report.stores == 0:
         report.problems.append(Problem(loc.url, "state/", "no rockstate store found; is this "
                                        "the checkpointLocation of a query run on rockstate?"))
     return report
+
+
+def _verify_checkpoints(loc: CheckpointLocation, report: VerifyReport) -> None:
+    """Every completed checkpoint's metadata parses and names snapshots that are present (the
+    store checks then cover the files of those snapshots)."""
+    top = posixpath.join(loc.root, "rockstate", "checkpoints")
+    if not loc.fs.isdir(top):
+        return
+    for entry in sorted(loc.fs.ls(top, detail=False)):
+        name = posixpath.basename(entry.rstrip("/"))
+        meta = posixpath.join(top, name, "_metadata")
+        if not name.isdigit() or not loc.fs.exists(meta):
+            continue
+        report.checkpoints += 1
+        where = f"checkpoint {name}"
+        try:
+            checkpoint = parse_checkpoint_metadata(loc.fs.cat_file(meta), meta)
+        except CorruptCheckpointError as e:
+            report.problems.append(Problem(where, f"rockstate/checkpoints/{name}/_metadata",
+                                           str(e)))
+            continue
+        for ack in checkpoint.stores:
+            path = posixpath.join(loc.root, ack.store_dir, ack.snapshot_manifest)
+            if not loc.fs.exists(path):
+                report.problems.append(Problem(
+                    where, f"{ack.store_dir}/{ack.snapshot_manifest}",
+                    f"missing: the snapshot of operator {ack.operator} partition "
+                    f"{ack.partition} store {ack.store} this completed checkpoint needs",
+                    (checkpoint.version,)))
 
 
 def _verify_store(loc: CheckpointLocation, store: StoreRef, report: VerifyReport) -> None:

@@ -2,7 +2,7 @@ package io.rockstate.plugin
 
 import java.net.InetAddress
 import java.util.{Map => JMap}
-import java.util.concurrent.ConcurrentHashMap
+import java.util.concurrent.{ConcurrentHashMap, Executors, ScheduledExecutorService, TimeUnit}
 
 import scala.jdk.CollectionConverters._
 import scala.util.Try
@@ -11,7 +11,9 @@ import scala.util.control.NonFatal
 import org.apache.spark.SparkContext
 import org.apache.spark.api.plugin.{DriverPlugin, ExecutorPlugin, PluginContext, SparkPlugin}
 import org.apache.spark.internal.Logging
+import org.apache.spark.scheduler.{SparkListener, SparkListenerJobStart}
 
+import io.rockstate.checkpoint._
 import io.rockstate.state.{ExecutorMemory, RockstateConf}
 
 /** Sent by each executor once its shared RocksDB memory is set up. */
@@ -30,9 +32,36 @@ class RockstatePlugin extends SparkPlugin {
 }
 
 class RockstateDriverPlugin extends DriverPlugin with Logging {
+  private val TimeoutTickMs = 250L
+  private val JobGroupProperty = "spark.jobGroup.id" // SparkContext.SPARK_JOB_GROUP_ID
+  private var worker: ScheduledExecutorService = _
+
   override def init(sc: SparkContext, ctx: PluginContext): JMap[String, String] = {
     RockstateDriverPlugin.executors.clear()
-    logInfo("rockstate driver plugin started")
+    val hadoopConf = sc.hadoopConfiguration
+    val coordinator = new CheckpointCoordinator(hadoopConf, () => System.currentTimeMillis(),
+      root => ExpectedStores.read(root, hadoopConf),
+      // Cancels the run's jobs with the message; the listener below cancels its later ones.
+      (runId, message) => sc.cancelJobGroup(runId, message))
+    // A streaming query's jobs carry its run id as their job group. (Spark's own "cancel
+    // future jobs" drops the reason from the error, so the user would not learn why.)
+    sc.addSparkListener(new SparkListener {
+      override def onJobStart(event: SparkListenerJobStart): Unit = {
+        Option(event.properties).flatMap(p => Option(p.getProperty(JobGroupProperty)))
+          .flatMap(coordinator.failureOf(_)).foreach(message => sc.cancelJob(event.jobId, message))
+      }
+    })
+    // One thread applies every acknowledgement in arrival order and runs the timeouts, so the
+    // RPC thread never waits on the file a completion writes.
+    worker = Executors.newSingleThreadScheduledExecutor { r =>
+      val t = new Thread(r, "rockstate-checkpoint-coordinator")
+      t.setDaemon(true)
+      t
+    }
+    worker.scheduleWithFixedDelay(() => guarded(coordinator.checkTimeouts()), TimeoutTickMs,
+      TimeoutTickMs, TimeUnit.MILLISECONDS)
+    RockstateDriverPlugin.coordinator = Some(coordinator)
+    logInfo("rockstate driver plugin started; checkpoint coordinator running")
     Map.empty[String, String].asJava
   }
 
@@ -40,13 +69,34 @@ class RockstateDriverPlugin extends DriverPlugin with Logging {
     case r: ExecutorReady =>
       RockstateDriverPlugin.executors.put(r.executorId, r)
       null // a one-way message (PluginContext.send) takes no reply
+    case a: SnapshotAck =>
+      RockstateDriverPlugin.coordinator.foreach(c => worker.execute(() => guarded(c.acknowledge(a))))
+      null
+    case d: SnapshotDecline =>
+      RockstateDriverPlugin.coordinator.foreach(c => worker.execute(() => guarded(c.decline(d))))
+      null
+    case p: PollOutcomes =>
+      // A reply is deserialized by the executor's RPC layer, which cannot see rockstate's
+      // classes (they are in the task class loader): send JSON text.
+      Outcomes.toJson(RockstateDriverPlugin.coordinator.map(_.outcomes(p.checkpointRoots))
+        .getOrElse(Outcomes(Nil)))
     case other =>
       throw new IllegalArgumentException(s"rockstate driver plugin: unknown message $other")
+  }
+
+  override def shutdown(): Unit = {
+    RockstateDriverPlugin.coordinator = None
+    if (worker != null) worker.shutdownNow()
+  }
+
+  private def guarded(body: => Any): Unit = try body catch {
+    case NonFatal(e) => logWarning("rockstate checkpoint coordinator: a step failed", e)
   }
 }
 
 object RockstateDriverPlugin {
   private val executors = new ConcurrentHashMap[String, ExecutorReady]()
+  @volatile private[plugin] var coordinator: Option[CheckpointCoordinator] = None
 
   /** Executors that have set up rockstate, as seen by the driver. */
   def readyExecutors: Seq[ExecutorReady] = executors.values().asScala.toSeq.sortBy(_.executorId)
@@ -56,9 +106,22 @@ object RockstateDriverPlugin {
     s"""{"executorId":"${r.executorId}","host":"${r.host}",""" +
       s""""blockCacheBytes":${r.blockCacheBytes},"writeBufferManagerBytes":${r.writeBufferManagerBytes}}"""
   }.mkString("[", ",", "]")
+
+  /** The coordinator's view of a query run as JSON, "null" if it has heard nothing of it. */
+  def checkpointsJson(runId: String): String = coordinator.flatMap(_.view(runId))
+    .map(CheckpointCoordinator.json).getOrElse("null")
+
+  /** Whether the coordinator runs in this driver (the plugin is on). */
+  def coordinatorRunning: Boolean = coordinator.isDefined
+
+  /** Completions after sequence number `after`, as JSON [[seq, runId, version], ...]. */
+  def completedSinceJson(after: Long): String = coordinator.map(_.completedSince(after))
+    .getOrElse(Nil).map { case (seq, run, v) => s"""[$seq,"$run",$v]""" }.mkString("[", ",", "]")
 }
 
 class RockstateExecutorPlugin extends ExecutorPlugin with Logging {
+  private var poller: ScheduledExecutorService = _
+
   override def init(ctx: PluginContext, extraConf: JMap[String, String]): Unit = {
     // A bad setting must not crash-loop the executor: the stores report it at the first batch,
     // where the user sees it.
@@ -77,5 +140,32 @@ class RockstateExecutorPlugin extends ExecutorPlugin with Logging {
         logWarning("rockstate executor plugin could not set up shared RocksDB memory; the " +
           "first rockstate store in this executor will report why", e)
     }
+    CheckpointReporter.attach(ctx)
+    // The driver cannot push to executors; while this executor waits to hear what became of
+    // checkpoints it acknowledged, it asks once a second, on its own thread.
+    poller = Executors.newSingleThreadScheduledExecutor { r =>
+      val t = new Thread(r, "rockstate-checkpoint-outcomes")
+      t.setDaemon(true)
+      t
+    }
+    poller.scheduleWithFixedDelay(() => poll(ctx), 1, 1, TimeUnit.SECONDS)
+  }
+
+  private def poll(ctx: PluginContext): Unit = {
+    val roots = CheckpointPins.rootsWithPending
+    if (roots.nonEmpty) {
+      try ctx.ask(PollOutcomes(ctx.executorID(), roots)) match {
+        case json: String => CheckpointPins.apply(Outcomes.fromJson(json), System.currentTimeMillis())
+        case other => logWarning(s"rockstate: unexpected reply from the driver: $other")
+      } catch {
+        case NonFatal(e) => logDebug("rockstate: asking the driver for checkpoint outcomes " +
+          "failed; asking again in a second", e)
+      }
+    }
+  }
+
+  override def shutdown(): Unit = {
+    CheckpointReporter.detach()
+    if (poller != null) poller.shutdownNow()
   }
 }

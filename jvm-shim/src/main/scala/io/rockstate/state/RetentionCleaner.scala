@@ -41,7 +41,9 @@ final class RetentionCleaner(dir: StoreCheckpointDir, conf: RockstateConf) exten
       freed ++= registry.unregister(versionOwner(v))
     }
     if (expired.nonEmpty && conf.testCleanupDelayMs > 0) Thread.sleep(conf.testCleanupDelayMs)
-    val oldestRetained = retained.min
+    // Snapshots from the oldest pinned version on stay even when that version's own manifest
+    // is gone: a completed checkpoint names a snapshot manifest, not a version manifest.
+    val oldestRetained = (retained ++ pinned).min
     val graceStart = nowMs - conf.orphanFileGraceMs
     val dropped = snapshots.filter { case (path, version, mtime) =>
       registry.count(path) == 0 && version < oldestRetained && mtime < graceStart
@@ -57,7 +59,7 @@ final class RetentionCleaner(dir: StoreCheckpointDir, conf: RockstateConf) exten
           status.getModificationTime < graceStart => path
     }
     orphans.foreach(dir.delete)
-    dir.deleteEmptyMetaDirs()
+    dir.deleteEmptyMetaDirs(graceStart)
     val kept = snapshots.map(_._1).filterNot(p => dropped.exists(_._1 == p))
     (CleanupStats(expired.size, dropped.size, deletable.size, orphans.size),
       registry.referenced ++ kept)

@@ -22,6 +22,9 @@ final case class RockstateConf(
     snapshotUploadThreads: Int,
     localRecovery: Boolean,
     localDir: String,
+    checkpointsRetained: Int,
+    checkpointTimeoutMs: Long,
+    tolerableCheckpointFailures: Int,
     testUploadDelayMs: Long,
     testCleanupDelayMs: Long) {
 
@@ -48,6 +51,10 @@ object RockstateConf {
   val SnapshotUploadThreads = Prefix + "snapshotUploadThreads"
   val LocalRecovery = Prefix + "localRecovery"
   val LocalDir = Prefix + "localDir"
+  // The driver's checkpoint coordinator (read from the SparkConf when the driver starts).
+  val CheckpointsRetained = Prefix + "checkpointsRetained"
+  val CheckpointTimeoutMs = Prefix + "checkpointTimeoutMs"
+  val TolerableCheckpointFailures = Prefix + "tolerableCheckpointFailures"
   // Testing only: a pause before each snapshot file upload, to kill or stop mid-upload.
   val TestUploadDelayMs = Prefix + "testing.snapshotUploadDelayMs"
   // Testing only: a pause in cleanup between deleting manifests and deleting their files.
@@ -66,6 +73,9 @@ object RockstateConf {
     SnapshotUploadThreads -> "2",
     LocalRecovery -> "true",
     LocalDir -> "",
+    CheckpointsRetained -> "3",
+    CheckpointTimeoutMs -> "300000",
+    TolerableCheckpointFailures -> "5",
     TestUploadDelayMs -> "0",
     TestCleanupDelayMs -> "0")
 
@@ -104,6 +114,17 @@ object RockstateConf {
       v
     }
     val codec = oneOf(Compression, Codecs)
+    val graceMs = long(OrphanFileGraceMs, 0)
+    // Unset, the timeout follows a shortened grace; set, it must fit it.
+    val timeoutMs =
+      if (!confs.contains(CheckpointTimeoutMs) && graceMs > 0) {
+        math.max(1L, math.min(long(CheckpointTimeoutMs, 1), graceMs / 2))
+      } else long(CheckpointTimeoutMs, 1)
+    if (confs.contains(CheckpointTimeoutMs) && graceMs > 0 && timeoutMs > graceMs / 2) {
+      throw new IllegalArgumentException(s"rockstate: $CheckpointTimeoutMs ($timeoutMs) must " +
+        s"be at most half of $OrphanFileGraceMs ($graceMs), so that no snapshot a pending " +
+        "checkpoint names is swept as an orphan. Lower the one or raise the other.")
+    }
     RockstateConf(
       blockCacheSizeMB = long(BlockCacheSizeMB, 1),
       writeBufferSizeMB = long(WriteBufferSizeMB, 1),
@@ -111,13 +132,16 @@ object RockstateConf {
       compression = codec,
       bloomFilterBitsPerKey = long(BloomFilterBitsPerKey, 0).toInt,
       minVersionsToRetain = math.max(1, minVersionsToRetain),
-      orphanFileGraceMs = long(OrphanFileGraceMs, 0),
+      orphanFileGraceMs = graceMs,
       trackTotalNumberOfRows = bool(TrackTotalNumberOfRows),
       snapshotInterval = long(SnapshotInterval, 1).toInt,
       changelogCompression = oneOf(ChangelogCompression, Changelog.Codecs.keySet),
       snapshotUploadThreads = long(SnapshotUploadThreads, 1).toInt,
       localRecovery = bool(LocalRecovery),
       localDir = get(LocalDir),
+      checkpointsRetained = long(CheckpointsRetained, 1).toInt,
+      checkpointTimeoutMs = timeoutMs,
+      tolerableCheckpointFailures = long(TolerableCheckpointFailures, -1).toInt,
       testUploadDelayMs = long(TestUploadDelayMs, 0),
       testCleanupDelayMs = long(TestCleanupDelayMs, 0))
   }

@@ -6,6 +6,8 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
 
+import io.rockstate.checkpoint.CheckpointReporter
+
 /**
  * One batch's view of a store: reads and writes of `version`, committed as `version + 1`.
  * A read-only store (getReadStore) refuses writes; release() leaves it without side effects.
@@ -175,7 +177,8 @@ final class RockstateStateStore(
     checkWritable("commit")
     val newVersion = version + 1
     try {
-      val manifest = vdb.commit(newVersion, forceSnapshot)
+      val manifest = vdb.commit(newVersion, forceSnapshot,
+        CheckpointReporter.listenerFor(id, provider.storeDir, provider.conf))
       phase = Committed
       checkpointInfo = Some(StateStoreCheckpointInfo(id.partitionId, newVersion, None, None))
       StateStore.reportCommitToCoordinator(newVersion, id, provider.hadoopConf)

@@ -3,10 +3,13 @@ package io.rockstate.state
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
 
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
+
+import io.rockstate.checkpoint.CheckpointPins
 
 /** Everything a provider's init() receives; set once, read by every store and maintenance run. */
 private[state] final case class ProviderSetup(
@@ -113,7 +116,11 @@ class RockstateStateStoreProvider extends StateStoreProvider with Logging {
     val s = setup
     if (s != null) {
       try {
-        val (stats, keep) = s.cleaner.synchronized(s.cleaner.clean(System.currentTimeMillis()))
+        val now = System.currentTimeMillis()
+        // Versions the query's checkpoints need: retained completed ones, pending ones.
+        val root = new Path(s.id.checkpointRootLocation).getParent.toString
+        val pinned = CheckpointPins.pinned(root, s.hadoopConf, now, 2 * s.conf.checkpointTimeoutMs)
+        val (stats, keep) = s.cleaner.synchronized(s.cleaner.clean(now, pinned))
         if (stats.versionsExpired + stats.filesDeleted + stats.orphansDeleted > 0) {
           logInfo(s"rockstate cleanup of ${s.id}: $stats")
         }
@@ -139,6 +146,7 @@ class RockstateStateStoreProvider extends StateStoreProvider with Logging {
   private[state] def conf: RockstateConf = setup.conf
   private[state] def useColumnFamilies: Boolean = setup.useColumnFamilies
   private[state] def hadoopConf: Configuration = setup.hadoopConf
+  private[state] def storeDir: Path = setup.checkpointDir.root
 
   private[state] def declare(name: String, spec: ColumnFamilySpec): Unit = declared.put(name, spec)
   private[state] def forget(name: String): Unit = declared.remove(name)

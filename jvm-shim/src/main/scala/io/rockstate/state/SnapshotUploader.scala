@@ -83,6 +83,23 @@ final case class SnapshotJob(
   }
 }
 
+/**
+ * Told what became of the snapshot a commit started: the checkpoint coordinator's executor end
+ * listens (io.rockstate.checkpoint.CheckpointReporter). Called from upload threads.
+ */
+trait SnapshotListener {
+  def completed(manifest: SnapshotManifest, path: String): Unit
+  /** The snapshot of `version` was not taken or not uploaded. */
+  def declined(version: Long, reason: String, countsAsFailure: Boolean): Unit
+}
+
+object SnapshotListener {
+  val Silent: SnapshotListener = new SnapshotListener {
+    override def completed(manifest: SnapshotManifest, path: String): Unit = ()
+    override def declined(version: Long, reason: String, countsAsFailure: Boolean): Unit = ()
+  }
+}
+
 /** The executor's background snapshot uploads: a small pool of daemon threads. */
 object SnapshotUploader extends Logging {
   @volatile private var pool: ThreadPoolExecutor = _

@@ -182,12 +182,17 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
   def deleteManifest(version: Long): Unit = fs.delete(manifestPath(version), false)
 
   /** Removes meta/<dir>/ folders that have become empty. */
-  def deleteEmptyMetaDirs(): Unit = {
+  /**
+   * Removes empty snapshot meta directories created before `beforeMs`: a younger one may be
+   * the directory an upload under way just made for its first file.
+   */
+  def deleteEmptyMetaDirs(beforeMs: Long): Unit = {
     val meta = resolve("meta")
     if (fs.exists(meta)) {
-      fs.listStatus(meta).filter(_.isDirectory).foreach { st =>
-        if (fs.listStatus(st.getPath).isEmpty) fs.delete(st.getPath, false)
-      }
+      fs.listStatus(meta).filter(st => st.isDirectory && st.getModificationTime < beforeMs)
+        .foreach { st =>
+          if (fs.listStatus(st.getPath).isEmpty) fs.delete(st.getPath, false)
+        }
     }
   }
 

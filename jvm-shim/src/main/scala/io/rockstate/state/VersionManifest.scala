@@ -96,7 +96,7 @@ object VersionManifest {
   val FormatVersion = 2
   val Writer = "rockstate-jvm"
 
-  private[state] val mapper: ObjectMapper = JsonMapper.builder()
+  private[rockstate] val mapper: ObjectMapper = JsonMapper.builder()
     .addModule(DefaultScalaModule)
     .configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, false)
     .build()

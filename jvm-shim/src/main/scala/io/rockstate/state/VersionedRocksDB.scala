@@ -270,7 +270,8 @@ final class VersionedRocksDB(
    * checkpoint and queues the upload. A crash before the manifest leaves the previous version
    * intact and the changelog an orphan for cleanup.
    */
-  def commit(version: Long, forceSnapshot: Boolean): VersionManifest = {
+  def commit(version: Long, forceSnapshot: Boolean,
+      listener: SnapshotListener = SnapshotListener.Silent): VersionManifest = {
     val start = System.nanoTime()
     val log = changelogWriter()
     changelog = None
@@ -304,8 +305,11 @@ final class VersionedRocksDB(
     val manifestBytes = checkpointDir.writeManifest(manifest)
     loaded = version
     dirty = false
-    val syncMs =
-      if (forceSnapshot || chain.size >= conf.snapshotInterval) startSnapshot(version) else 0L
+    // Snapshots fall on the multiples of the interval in every partition, so that a version's
+    // snapshots make one checkpoint; a lineage that missed some catches up at twice the length.
+    val due = forceSnapshot || version % conf.snapshotInterval == 0 ||
+      chain.size >= 2 * conf.snapshotInterval
+    val syncMs = if (due) startSnapshot(version, listener) else 0L
     val (stats, done, failed) = completions.synchronized {
       val c = completed
       completed = (SnapshotStats.Zero, 0, 0)
@@ -330,8 +334,12 @@ final class VersionedRocksDB(
    * queued. Skipped while this store's previous snapshot is still uploading (the next commit
    * tries again). Returns the time spent; a failure here loses nothing, the version is durable.
    */
-  private def startSnapshot(version: Long): Long = {
-    if (!snapshotInFlight.compareAndSet(false, true)) return 0L
+  private def startSnapshot(version: Long, listener: SnapshotListener): Long = {
+    if (!snapshotInFlight.compareAndSet(false, true)) {
+      listener.declined(version, "the store's previous snapshot is still uploading",
+        countsAsFailure = false)
+      return 0L
+    }
     val start = System.nanoTime()
     val checkpoint = local.newWorkPath(s"checkpoint-$version")
     try {
@@ -342,6 +350,8 @@ final class VersionedRocksDB(
         snapshotInFlight.set(false)
         logWarning(s"rockstate: local checkpoint of version $version of $storeId failed; " +
           "the next commit takes the snapshot instead", e)
+        listener.declined(version, s"the local checkpoint failed: ${e.getMessage}",
+          countsAsFailure = true)
         return 0L
     }
     val syncMs = (System.nanoTime() - start) / 1000000
@@ -361,6 +371,7 @@ final class VersionedRocksDB(
             val (s, n, f) = completed
             completed = (add(s, m.stats), n + 1, f)
           }
+          listener.completed(m, path)
         case Left(e) =>
           logWarning(s"rockstate: snapshot upload of version $version of $storeId failed; " +
             "versions stay loadable from earlier snapshots and changelogs", e)
@@ -368,6 +379,8 @@ final class VersionedRocksDB(
             val (s, n, f) = completed
             completed = (s, n, f + 1)
           }
+          listener.declined(version, s"the upload failed: ${e.getMessage}",
+            countsAsFailure = true)
       }
       snapshotInFlight.synchronized {
         snapshotInFlight.set(false)

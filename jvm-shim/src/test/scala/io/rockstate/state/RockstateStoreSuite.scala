@@ -354,6 +354,45 @@ class RockstateStoreSuite extends AnyFunSuite with BeforeAndAfterEach {
     assert(dir.listSnapshots().map(_._2) == Seq(16L, 18L, 20L), dir.listSnapshots().toString)
   }
 
+  test("cleanup keeps a retained completed checkpoint's version and snapshot past retention") {
+    io.rockstate.checkpoint.CheckpointPins.clear()
+    val p = provider(extra = Map(RockstateConf.SnapshotInterval -> "2",
+      RockstateConf.OrphanFileGraceMs -> "0"))
+    def batch(v: Int): Unit = {
+      commitVersions(p, v to v)((_, s) => (1 to 200).foreach(i => s.put(key(s"k${i % 50}", v), value(i))))
+      assert(p.db.awaitUploads(60000))
+      Thread.sleep(5) // no grace: everything unreferenced is fair game
+      p.doCleanupMaintenance()
+    }
+    (1 to 4).foreach(batch)
+    // The driver completed checkpoint 4: its metadata is what executors' cleanup lists.
+    val metadata = new File(root, "rockstate/checkpoints/4/_metadata")
+    metadata.getParentFile.mkdirs()
+    FileUtils.writeStringToFile(metadata, "{}", "UTF-8")
+    io.rockstate.checkpoint.CheckpointPins.clear() // as a refresh would
+    (5 to 12).foreach(batch)
+    val dir = remote()
+    assert(dir.listVersions() == Seq(4L, 10L, 11L, 12L))
+    assert(dir.listSnapshots().map(_._2).contains(4L), dir.listSnapshots().toString)
+    assert(StoreAudit.audit(dir, Seq(4L, 10L, 11L, 12L), p.conf).ok)
+    assert(contents(provider(executor = 1).getReadStore(4)).size == 200)
+    // Once the checkpoint is dropped from retention, so are its version and snapshot.
+    FileUtils.deleteDirectory(metadata.getParentFile)
+    io.rockstate.checkpoint.CheckpointPins.clear()
+    batch(13)
+    assert(dir.listVersions() == Seq(11L, 12L, 13L))
+    assert(!dir.listSnapshots().map(_._2).contains(4L), dir.listSnapshots().toString)
+  }
+
+  test("the checkpoint timeout must fit in half the orphan grace") {
+    val conf = Map(RockstateConf.OrphanFileGraceMs -> "10000")
+    assert(RockstateConf.from(conf, 3).checkpointTimeoutMs == 5000) // unset: lowered
+    val e = intercept[IllegalArgumentException](
+      RockstateConf.from(conf + (RockstateConf.CheckpointTimeoutMs -> "6000"), 3))
+    assert(e.getMessage.contains(RockstateConf.CheckpointTimeoutMs) &&
+      e.getMessage.contains(RockstateConf.OrphanFileGraceMs))
+  }
+
   test("a snapshot is referenced only once its upload is confirmed") {
     val p = provider(extra = snapshotEveryVersion ++
       Map(RockstateConf.TestUploadDelayMs -> "400"))

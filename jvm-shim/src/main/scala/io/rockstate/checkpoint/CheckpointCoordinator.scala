@@ -1,0 +1,315 @@
+package io.rockstate.checkpoint
+
+import scala.collection.mutable
+import scala.util.control.NonFatal
+
+import org.apache.hadoop.conf.Configuration
+
+import org.apache.spark.internal.Logging
+
+import io.rockstate.state.VersionManifest
+
+/** A query's checkpoint settings (docs/configuration.md), carried by its acknowledgements. */
+final case class CoordinatorSettings(retained: Int, timeoutMs: Long, tolerableFailures: Int)
+
+/** A checkpoint that will never complete, and why. */
+final case class AbortedCheckpoint(
+    version: Long,
+    reason: String,
+    countsAsFailure: Boolean,
+    abortedAtMs: Long,
+    acknowledged: Int,
+    expected: Int)
+
+/** A pending checkpoint as the Python view shows it. */
+final case class PendingView(
+    version: Long,
+    triggeredAtMs: Long,
+    stores: Seq[AcknowledgedStore],
+    missing: Seq[StoreKey])
+
+/** Everything the coordinator knows of one query run. */
+final case class RunView(
+    queryId: String,
+    runId: String,
+    checkpointRoot: String,
+    snapshotInterval: Int,
+    expectedStores: Int,
+    untrackedReason: Option[String],
+    pending: Seq[PendingView],
+    completed: Seq[CheckpointMetadata],
+    aborted: Seq[AbortedCheckpoint],
+    consecutiveFailures: Int,
+    failure: Option[String])
+
+/**
+ * The driver's checkpoint coordinator (Flink's CheckpointCoordinator, with the first
+ * acknowledgement of a version as its trigger): one pending checkpoint per (query run, state
+ * version that is a multiple of the snapshot interval), expecting every store instance of the
+ * query. Settings are the run's own, from its first message. When all have acknowledged, the checkpoint's metadata is written atomically, older
+ * pending ones are subsumed, and completed ones beyond `retained` are dropped. A pending
+ * checkpoint older than the timeout is aborted; more than `tolerableFailures` failures in a
+ * row fail the query through `failQuery`. Thread-safe; every call is quick except completion,
+ * which writes one small file.
+ */
+final class CheckpointCoordinator(
+    hadoopConf: Configuration,
+    clock: () => Long,
+    expectedStores: String => Either[String, Set[StoreKey]],
+    failQuery: (String, String) => Unit) extends Logging {
+
+  import CheckpointCoordinator._
+
+  private final class Run(val source: AckSource) {
+    def settings: CoordinatorSettings = source.settings
+    val files = new CheckpointFiles(source.checkpointRoot, hadoopConf)
+    var expected: Either[String, Set[StoreKey]] = Left("not read yet")
+    var expectedReadAtMs: Long = Long.MinValue / 2 // never read
+    val pending = mutable.TreeMap.empty[Long, PendingCheckpoint]
+    var completed: Vector[CheckpointMetadata] = Vector.empty
+    var latestCompleted: Long = -1L
+    val aborted = mutable.LinkedHashMap.empty[Long, AbortedCheckpoint]
+    var consecutiveFailures = 0
+    var failure: Option[String] = None
+  }
+
+  private val runs = mutable.LinkedHashMap.empty[String, Run] // by run id, oldest first
+  private val runAtRoot = mutable.Map.empty[String, String] // checkpoint root -> run id
+  private val completions = mutable.Queue.empty[(Long, String, Long)] // (seq, run id, version)
+  private var completionSeq = 0L
+
+  // ---- acknowledgements ----
+
+  def acknowledge(ack: SnapshotAck): AckResult = synchronized {
+    val run = runFor(ack.source)
+    val v = ack.source.version
+    val result = pendingFor(run, v, ack.source.store) match {
+      case Left(result) => result
+      case Right(p) =>
+        val r = p.acknowledge(ack)
+        if (r == AckResult.Success && p.isFullyAcknowledged) complete(run, p)
+        r
+    }
+    if (result != AckResult.Success) {
+      logInfo(s"rockstate checkpoint $v of run ${run.source.runId}: $result acknowledgement " +
+        s"from ${ack.source.store} on executor ${ack.source.executorId}; its snapshot is " +
+        "left to the store's cleanup")
+    }
+    result
+  }
+
+  /** A store cannot provide a checkpoint: it is aborted (Flink's declineCheckpoint). */
+  def decline(d: SnapshotDecline): AckResult = synchronized {
+    val run = runFor(d.source)
+    pendingFor(run, d.source.version, d.source.store) match {
+      case Left(result) => result
+      case Right(p) =>
+        abort(run, p, s"declined by ${d.source.store} on executor ${d.source.executorId}: " +
+          d.reason, d.countsAsFailure)
+        AckResult.Success
+    }
+  }
+
+  /** Aborts every pending checkpoint older than the timeout. */
+  def checkTimeouts(): Unit = synchronized {
+    val now = clock()
+    runs.values.foreach { run =>
+      val timeoutMs = run.settings.timeoutMs
+      run.pending.values.filter(p => now - p.triggeredAtMs > timeoutMs).toSeq.foreach {
+        p =>
+          val missing = p.missing
+          abort(run, p, s"expired after $timeoutMs ms with ${missing.size} of " +
+            s"${p.expected.size} stores not acknowledged (${missing.take(4).mkString("; ")}" +
+            s"${if (missing.size > 4) "; ..." else ""})", countsAsFailure = true)
+      }
+    }
+  }
+
+  // ---- what executors and Python ask ----
+
+  /** The decisions executors need to release what they kept for pending checkpoints. */
+  def outcomes(roots: Seq[String]): Outcomes = synchronized {
+    Outcomes(roots.flatMap(root => runAtRoot.get(root).flatMap(runs.get)).map { run =>
+      RootOutcome(run.source.checkpointRoot, run.latestCompleted,
+        run.completed.map(_.version), run.aborted.keys.toSeq)
+    })
+  }
+
+  def view(runId: String): Option[RunView] = synchronized {
+    runs.get(runId).map { run =>
+      RunView(run.source.queryId, runId, run.source.checkpointRoot, run.source.snapshotInterval,
+        run.expected.map(_.size).getOrElse(0), run.expected.left.toOption,
+        run.pending.values.toSeq.map(p => PendingView(p.version, p.triggeredAtMs,
+          p.acknowledged.map(AcknowledgedStore.of), p.missing)),
+        run.completed, run.aborted.values.toSeq, run.consecutiveFailures, run.failure)
+    }
+  }
+
+  def runIds: Seq[String] = synchronized(runs.keys.toSeq)
+
+  /** Why a run was failed, if it was. */
+  def failureOf(runId: String): Option[String] = synchronized(runs.get(runId).flatMap(_.failure))
+
+  /** Completions after sequence number `after`, as (sequence, run id, version). */
+  def completedSince(after: Long): Seq[(Long, String, Long)] = synchronized {
+    completions.filter(_._1 > after).toSeq
+  }
+
+  // ---- internals ----
+
+  private def runFor(source: AckSource): Run = runs.getOrElse(source.runId, {
+    val run = new Run(source)
+    // A new run at a location ends the previous run's checkpoints: they can no longer complete.
+    runAtRoot.get(source.checkpointRoot).flatMap(runs.get).foreach { old =>
+      old.pending.values.toSeq.foreach(abort(old, _, s"query restarted as run ${source.runId}",
+        countsAsFailure = false))
+    }
+    runAtRoot(source.checkpointRoot) = source.runId
+    runs(source.runId) = run
+    while (runs.size > MaxRuns) {
+      val (oldest, old) = runs.head
+      runs.remove(oldest)
+      if (runAtRoot.get(old.source.checkpointRoot).contains(oldest)) {
+        runAtRoot.remove(old.source.checkpointRoot)
+      }
+    }
+    seedCompleted(run)
+    run
+  })
+
+  /** Completed checkpoints of earlier runs at the same location stay retained. */
+  private def seedCompleted(run: Run): Unit = try {
+    val found = run.files.completedVersions().flatMap { v =>
+      try Some(run.files.read(v)) catch {
+        case NonFatal(e) =>
+          logWarning(s"rockstate: completed checkpoint $v at ${run.source.checkpointRoot} " +
+            "is unreadable; it is not counted as retained", e)
+          None
+      }
+    }
+    run.completed = found.toVector
+    run.latestCompleted = found.lastOption.map(_.version).getOrElse(-1L)
+  } catch {
+    case NonFatal(e) => logWarning(s"rockstate: cannot list the completed checkpoints at " +
+      s"${run.source.checkpointRoot}; starting without them", e)
+  }
+
+  /** The pending checkpoint of `version`, created at its first message, or why there is none. */
+  private def pendingFor(run: Run, version: Long,
+      store: StoreKey): Either[AckResult, PendingCheckpoint] = {
+    val interval = run.source.snapshotInterval
+    if (run.failure.isDefined) Left(AckResult.Discarded)
+    else if (version <= 0 || version % interval != 0) Left(AckResult.Unknown)
+    else if (run.aborted.contains(version) || version <= run.latestCompleted) {
+      Left(AckResult.Discarded)
+    } else run.pending.get(version) match {
+      case Some(p) => Right(p)
+      case None =>
+        expectedOf(run) match {
+          case Left(_) => Left(AckResult.Unknown)
+          case Right(expected) if !expected.contains(store) => Left(AckResult.Unknown)
+          case Right(expected) =>
+            val p = new PendingCheckpoint(version, expected, clock())
+            run.pending(version) = p
+            Right(p)
+        }
+    }
+  }
+
+  private def expectedOf(run: Run): Either[String, Set[StoreKey]] = {
+    val now = clock()
+    if (run.expected.isLeft && now - run.expectedReadAtMs >= ExpectedRetryMs) {
+      run.expectedReadAtMs = now
+      run.expected = try expectedStores(run.source.checkpointRoot) catch {
+        case NonFatal(e) => Left(s"reading Spark's operator metadata failed: ${e.getMessage}")
+      }
+      run.expected.left.foreach { why =>
+        logWarning(s"rockstate: checkpoints of run ${run.source.runId} are not tracked yet: " +
+          s"which stores the query has is unknown ($why)")
+      }
+    }
+    run.expected
+  }
+
+  private def complete(run: Run, p: PendingCheckpoint): Unit = {
+    val acks = p.acknowledged
+    // Never write a checkpoint that names a file gone since it was acknowledged.
+    val gone = try acks.iterator.map(a => s"${a.storeDir}/${a.snapshotManifest}")
+      .find(path => !run.files.exists(path)) catch {
+      case NonFatal(e) => Some(s"(cannot check: ${e.getMessage})")
+    }
+    if (gone.isDefined) {
+      abort(run, p, s"snapshot manifest ${gone.get} is missing at completion",
+        countsAsFailure = true)
+      return
+    }
+    val metadata = CheckpointMetadata.build(p.version, run.source.queryId, run.source.runId,
+      p.triggeredAtMs, clock(), acks)
+    try run.files.write(metadata) catch {
+      case NonFatal(e) =>
+        abort(run, p, s"writing ${run.files.metadataPath(p.version)} failed: ${e.getMessage}",
+          countsAsFailure = true)
+        return
+    }
+    p.dispose()
+    run.pending.remove(p.version)
+    run.completed = (run.completed.filter(_.version != p.version) :+ metadata).sortBy(_.version)
+    run.latestCompleted = p.version
+    run.consecutiveFailures = 0
+    run.pending.values.filter(_.version < p.version).toSeq.foreach { older =>
+      abort(run, older, s"subsumed by checkpoint ${p.version}", countsAsFailure = false)
+    }
+    while (run.completed.size > run.settings.retained) {
+      val dropped = run.completed.head
+      run.completed = run.completed.tail
+      try run.files.delete(dropped.version) catch {
+        case NonFatal(e) => logWarning(s"rockstate: cannot delete the metadata of checkpoint " +
+          s"${dropped.version}; it stays retained until a later completion deletes it", e)
+      }
+    }
+    completionSeq += 1
+    completions.enqueue((completionSeq, run.source.runId, p.version))
+    while (completions.size > MaxCompletionsKept) completions.dequeue()
+    logInfo(s"rockstate checkpoint ${p.version} of run ${run.source.runId} completed: " +
+      s"${metadata.totals.stores} stores, ${metadata.totals.stateBytes} bytes of state, " +
+      s"${metadata.totals.bytesUploaded} bytes uploaded, in " +
+      s"${metadata.completedAtMs - metadata.triggeredAtMs} ms from the first acknowledgement")
+  }
+
+  private def abort(run: Run, p: PendingCheckpoint, reason: String,
+      countsAsFailure: Boolean): Unit = {
+    p.dispose()
+    run.pending.remove(p.version)
+    run.aborted(p.version) = AbortedCheckpoint(p.version, reason, countsAsFailure, clock(),
+      p.acknowledged.size, p.expected.size)
+    while (run.aborted.size > MaxAbortedKept) run.aborted.remove(run.aborted.head._1)
+    logWarning(s"rockstate checkpoint ${p.version} of run ${run.source.runId} aborted: $reason")
+    if (countsAsFailure && run.failure.isEmpty) {
+      run.consecutiveFailures += 1
+      val tolerable = run.settings.tolerableFailures
+      if (tolerable >= 0 && run.consecutiveFailures > tolerable) {
+        val message = s"rockstate: ${run.consecutiveFailures} checkpoints of query " +
+          s"${run.source.queryId} failed in a row, more than tolerableCheckpointFailures " +
+          s"($tolerable) allows; the last one, ${p.version}, $reason. The state of every " +
+          "committed batch is intact. Fix the cause, or raise spark.sql.streaming." +
+          "stateStore.rockstate.tolerableCheckpointFailures (-1 never fails the query), " +
+          "then restart the query."
+        run.failure = Some(message)
+        run.pending.values.toSeq.foreach { other =>
+          other.dispose()
+          run.pending.remove(other.version)
+        }
+        failQuery(run.source.runId, message)
+      }
+    }
+  }
+}
+
+object CheckpointCoordinator {
+  private val MaxRuns = 64
+  private val MaxAbortedKept = 64
+  private val MaxCompletionsKept = 1000
+  private val ExpectedRetryMs = 5000L
+
+  def json(value: AnyRef): String = new String(VersionManifest.toJson(value), "UTF-8")
+}

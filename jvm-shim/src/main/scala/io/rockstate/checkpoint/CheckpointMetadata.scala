@@ -1,0 +1,140 @@
+package io.rockstate.checkpoint
+
+import scala.util.Try
+import scala.util.control.NonFatal
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+
+import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
+
+import io.rockstate.state.{CorruptCheckpointException, VersionManifest}
+
+/** One partition's acknowledgement as a completed checkpoint records it. */
+final case class AcknowledgedStore(
+    operatorId: Long,
+    storeName: String,
+    partitionId: Int,
+    executorId: String,
+    storeDir: String, // relative to the checkpoint root
+    snapshotManifest: String, // relative to storeDir
+    versionManifest: String, // relative to storeDir
+    figures: SnapshotFigures,
+    ackedAtMs: Long)
+
+object AcknowledgedStore {
+  def of(ack: SnapshotAck): AcknowledgedStore = AcknowledgedStore(
+    ack.source.store.operatorId, ack.source.store.storeName, ack.source.store.partitionId,
+    ack.source.executorId, ack.storeDir, ack.snapshotManifest, ack.versionManifest,
+    ack.figures, ack.ackedAtMs)
+}
+
+/** Sums over every store of a checkpoint. */
+final case class CheckpointTotals(
+    stores: Int,
+    stateBytes: Long,
+    numKeys: Long,
+    bytesUploaded: Long,
+    bytesReused: Long,
+    maxSyncMs: Long,
+    maxAsyncMs: Long)
+
+/**
+ * `<checkpointLocation>/rockstate/checkpoints/<version>/_metadata`, written once, atomically,
+ * when every expected store acknowledged `version` (docs/checkpoint-format.md describes it).
+ */
+final case class CheckpointMetadata(
+    formatVersion: Int,
+    version: Long, // the state version; the micro-batch is version - 1
+    batchId: Long,
+    queryId: String,
+    runId: String,
+    triggeredAtMs: Long, // the first acknowledgement
+    completedAtMs: Long,
+    stores: Seq[AcknowledgedStore], // sorted by operator, store name, partition
+    totals: CheckpointTotals,
+    writer: String)
+
+object CheckpointMetadata {
+  val FormatVersion = 1
+
+  def build(version: Long, queryId: String, runId: String, triggeredAtMs: Long,
+      completedAtMs: Long, acks: Seq[SnapshotAck]): CheckpointMetadata = {
+    val stores = acks.map(AcknowledgedStore.of)
+      .sortBy(s => (s.operatorId, s.storeName, s.partitionId))
+    val f = stores.map(_.figures)
+    CheckpointMetadata(FormatVersion, version, version - 1, queryId, runId, triggeredAtMs,
+      completedAtMs, stores,
+      CheckpointTotals(stores.size, f.map(_.stateBytes).sum, f.map(_.numKeys).sum,
+        f.map(_.bytesUploaded).sum, f.map(_.bytesReused).sum,
+        (0L +: f.map(_.syncMs)).max, (0L +: f.map(_.asyncMs)).max),
+      VersionManifest.Writer)
+  }
+
+  def toJson(m: CheckpointMetadata): Array[Byte] = VersionManifest.toJson(m)
+
+  def fromJson(bytes: Array[Byte], where: String): CheckpointMetadata = {
+    val tree = try VersionManifest.mapper.readTree(bytes) catch {
+      case NonFatal(e) => throw new CorruptCheckpointException(
+        s"rockstate: checkpoint metadata $where is not valid JSON; the completed checkpoint " +
+          "is corrupt. Delete its directory to drop it from retention.", e)
+    }
+    val format = tree.path("formatVersion").asInt(0)
+    if (format > FormatVersion) {
+      throw new CorruptCheckpointException(s"rockstate: checkpoint metadata $where has format " +
+        s"version $format, newer than this rockstate reads ($FormatVersion); upgrade rockstate.")
+    }
+    val m = Try(VersionManifest.mapper.treeToValue(tree, classOf[CheckpointMetadata])).toOption
+    if (format <= 0 || m.isEmpty || m.get.stores == null || m.get.totals == null) {
+      throw new CorruptCheckpointException(s"rockstate: checkpoint metadata $where is missing " +
+        "required fields; the completed checkpoint is corrupt.")
+    }
+    m.get
+  }
+}
+
+/** The completed checkpoints of one checkpoint location, on its file system. */
+final class CheckpointFiles(val checkpointRoot: String, hadoopConf: Configuration) {
+  private val dir = new Path(new Path(checkpointRoot), "rockstate/checkpoints")
+  private lazy val fileManager = CheckpointFileManager.create(dir, hadoopConf)
+  private lazy val fs = dir.getFileSystem(hadoopConf)
+
+  def metadataPath(version: Long): Path = new Path(new Path(dir, version.toString), "_metadata")
+
+  /** Versions whose metadata file exists, oldest first (a directory without one is ignored). */
+  def completedVersions(): Seq[Long] = {
+    val found = Option(fs.globStatus(new Path(dir, "*/_metadata"))).getOrElse(Array.empty)
+    found.flatMap(s => s.getPath.getParent.getName.toLongOption).toSeq.sorted
+  }
+
+  def write(m: CheckpointMetadata): Unit = {
+    fs.mkdirs(metadataPath(m.version).getParent)
+    val out = fileManager.createAtomic(metadataPath(m.version), true)
+    try {
+      out.write(CheckpointMetadata.toJson(m))
+      out.close()
+    } catch {
+      case e: Throwable =>
+        out.cancel()
+        throw e
+    }
+  }
+
+  def read(version: Long): CheckpointMetadata = {
+    val path = metadataPath(version)
+    val in = try fs.open(path) catch {
+      case e: java.io.FileNotFoundException => throw new CorruptCheckpointException(
+        s"rockstate: completed checkpoint $version has no metadata file $path", e)
+    }
+    try CheckpointMetadata.fromJson(in.readAllBytes(), path.toString) finally in.close()
+  }
+
+  /** Drops a completed checkpoint: its metadata first, so it never looks half there. */
+  def delete(version: Long): Unit = {
+    fs.delete(metadataPath(version), false)
+    fs.delete(metadataPath(version).getParent, true)
+  }
+
+  /** Whether a file named relative to the checkpoint root exists. */
+  def exists(relative: String): Boolean = fs.exists(new Path(new Path(checkpointRoot), relative))
+}

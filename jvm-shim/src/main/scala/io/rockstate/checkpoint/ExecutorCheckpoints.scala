@@ -1,0 +1,129 @@
+package io.rockstate.checkpoint
+
+import java.util.concurrent.ConcurrentHashMap
+
+import scala.jdk.CollectionConverters._
+import scala.util.control.NonFatal
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+
+import org.apache.spark.TaskContext
+import org.apache.spark.api.plugin.PluginContext
+import org.apache.spark.internal.Logging
+import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
+import org.apache.spark.sql.execution.streaming.state.StateStoreId
+
+import io.rockstate.state.{RockstateConf, SnapshotListener, SnapshotManifest}
+
+/**
+ * The executor's end of checkpoint reporting: acknowledgements and declines go to the driver
+ * through the plugin's one-way `send`, from the snapshot upload threads, never a task's. Set
+ * up by the rockstate plugin; without it stores work as before and nothing is reported.
+ */
+object CheckpointReporter extends Logging {
+  @volatile private var context: PluginContext = _
+
+  def attach(ctx: PluginContext): Unit = context = ctx
+  def detach(): Unit = context = null
+  def isAttached: Boolean = context != null
+
+  /**
+   * The listener for the snapshot a commit of `storeId` may start, bound to the running task's
+   * query run; a no-op outside a streaming task or without the plugin.
+   */
+  def listenerFor(storeId: StateStoreId, storeDir: Path, conf: RockstateConf): SnapshotListener = {
+    val snapshotInterval = conf.snapshotInterval
+    val ctx = context
+    val task = TaskContext.get()
+    if (ctx == null || task == null) return SnapshotListener.Silent
+    val queryId = task.getLocalProperty(StreamExecution.QUERY_ID_KEY)
+    val runId = Option(task.getLocalProperty(StreamExecution.RUN_ID_KEY))
+      .getOrElse(task.getLocalProperty("spark.jobGroup.id"))
+    if (queryId == null || runId == null) return SnapshotListener.Silent
+    val root = new Path(storeId.checkpointRootLocation).getParent
+    val relativeDir = root.toUri.relativize(storeDir.toUri).getPath.stripSuffix("/")
+    val settings = CoordinatorSettings(conf.checkpointsRetained, conf.checkpointTimeoutMs,
+      conf.tolerableCheckpointFailures)
+    def source(version: Long) = AckSource(queryId, runId, root.toString, snapshotInterval, settings,
+      StoreKey(storeId.operatorId, storeId.storeName, storeId.partitionId), version,
+      ctx.executorID())
+
+    new SnapshotListener {
+      override def completed(m: SnapshotManifest, path: String): Unit = {
+        if (m.version % snapshotInterval == 0) {
+          val figures = SnapshotFigures(m.stats.syncMs, m.stats.asyncMs, m.stats.bytesUploaded,
+            m.stats.bytesReused, m.stats.filesUploaded, m.stats.filesReused,
+            m.files.map(_.size).sum, m.numKeys)
+          CheckpointPins.pend(root.toString, m.version, System.currentTimeMillis())
+          send(ctx, SnapshotAck(source(m.version), relativeDir, path, s"manifests/${m.version}.json",
+            figures, System.currentTimeMillis()))
+        }
+      }
+
+      override def declined(version: Long, reason: String, countsAsFailure: Boolean): Unit = {
+        if (version % snapshotInterval == 0) {
+          send(ctx, SnapshotDecline(source(version), reason, countsAsFailure))
+        }
+      }
+    }
+  }
+
+  private def send(ctx: PluginContext, message: AnyRef): Unit = {
+    try ctx.send(message) catch {
+      case NonFatal(e) => logWarning(s"rockstate: could not report $message to the driver; " +
+        "that checkpoint will time out there", e)
+    }
+  }
+}
+
+/**
+ * Versions an executor's cleanup must keep for checkpoints: those it acknowledged whose outcome
+ * it has not heard yet (released when the driver says they completed, were subsumed or were
+ * aborted, or after twice the timeout), and the retained completed checkpoints, read from the
+ * checkpoint location (the durable truth, right after a restart too) and refreshed when the
+ * driver reports a change or every few seconds.
+ */
+object CheckpointPins {
+  private val RefreshMs = 10000L
+  private val pending = new ConcurrentHashMap[String, ConcurrentHashMap[Long, Long]]()
+  private val retained = new ConcurrentHashMap[String, (Seq[Long], Long)]()
+
+  def pend(root: String, version: Long, nowMs: Long): Unit =
+    pending.computeIfAbsent(root, _ => new ConcurrentHashMap[Long, Long]()).put(version, nowMs)
+
+  def rootsWithPending: Seq[String] =
+    pending.asScala.collect { case (root, vs) if !vs.isEmpty => root }.toSeq
+
+  /** Applies the driver's decisions. */
+  def apply(outcomes: Outcomes, nowMs: Long): Unit = outcomes.roots.foreach { o =>
+    Option(pending.get(o.checkpointRoot)).foreach { vs =>
+      vs.keySet().asScala.toSeq.foreach { v =>
+        if (v <= o.latestCompleted || o.aborted.contains(v)) vs.remove(v)
+      }
+    }
+    retained.put(o.checkpointRoot, (o.retained, nowMs))
+  }
+
+  /** Every version the cleanup of a store under `root` must keep for checkpoints. */
+  def pinned(root: String, hadoopConf: Configuration, nowMs: Long, expireMs: Long): Set[Long] = {
+    val mine = Option(pending.get(root)).map { vs =>
+      vs.asScala.collect { case (v, at) if nowMs - at > expireMs => v }.foreach(vs.remove)
+      vs.keySet().asScala.toSet
+    }.getOrElse(Set.empty[Long])
+    val completed = Option(retained.get(root)) match {
+      case Some((versions, at)) if nowMs - at < RefreshMs => versions
+      case _ =>
+        val versions = new CheckpointFiles(root, hadoopConf).completedVersions()
+        retained.put(root, (versions, nowMs))
+        versions
+    }
+    mine ++ completed
+  }
+
+  /** For tests: forget everything. */
+  def clear(): Unit = {
+    pending.clear()
+    retained.clear()
+  }
+}

@@ -1,0 +1,236 @@
+package io.rockstate.checkpoint
+
+import java.io.File
+import java.nio.charset.StandardCharsets
+import java.nio.file.Files
+
+import scala.collection.mutable
+
+import org.apache.commons.io.FileUtils
+import org.apache.hadoop.conf.Configuration
+import org.scalatest.BeforeAndAfterEach
+import org.scalatest.funsuite.AnyFunSuite
+
+/** The coordinator driven directly: every acknowledgement class, timeouts, failures, retention. */
+class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach {
+
+  private var dir: File = _
+  private var now = 1000000L
+  private val failures = mutable.Buffer.empty[(String, String)]
+  private val hadoopConf = new Configuration()
+  // Two operators: one store of 2 partitions, one of 2 stores of 1 partition.
+  private val expected = Set(StoreKey(0, "default", 0), StoreKey(0, "default", 1),
+    StoreKey(1, "left", 0), StoreKey(1, "right", 0))
+
+  override def beforeEach(): Unit = {
+    dir = Files.createTempDirectory("rockstate-coordinator").toFile
+    failures.clear()
+    CheckpointPins.clear()
+  }
+  override def afterEach(): Unit = FileUtils.deleteDirectory(dir)
+
+  private def root: String = dir.toURI.toString.stripSuffix("/")
+
+  // The settings the acknowledgements carry, as a query's conf would give them.
+  private var settings = CoordinatorSettings(2, 1000, 1)
+
+  private def coordinator(retained: Int = 2, timeoutMs: Long = 1000, tolerable: Int = 1) = {
+    settings = CoordinatorSettings(retained, timeoutMs, tolerable)
+    new CheckpointCoordinator(hadoopConf, () => now, _ => Right(expected),
+      (run, message) => failures += ((run, message)))
+  }
+
+  private def storeDir(k: StoreKey) = s"state/${k.operatorId}/${k.partitionId}" +
+    (if (k.storeName == "default") "" else s"/${k.storeName}")
+
+  /** An acknowledgement whose snapshot manifest exists, as an executor sends it. */
+  private def ack(k: StoreKey, version: Long, run: String = "run-1", rows: Long = 10,
+      writeManifest: Boolean = true): SnapshotAck = {
+    val manifest = s"snapshots/$version-${k.partitionId}.json"
+    if (writeManifest) {
+      val f = new File(dir, s"${storeDir(k)}/$manifest")
+      f.getParentFile.mkdirs()
+      Files.write(f.toPath, "{}".getBytes(StandardCharsets.UTF_8))
+    }
+    SnapshotAck(AckSource("query-1", run, root, 2, settings, k, version, "exec-1"), storeDir(k), manifest,
+      s"manifests/$version.json", SnapshotFigures(1, 2, 100, 50, 1, 1, 150, rows), now)
+  }
+
+  private def decline(k: StoreKey, version: Long, counts: Boolean) =
+    SnapshotDecline(AckSource("query-1", "run-1", root, 2, settings, k, version, "exec-1"), "test",
+      counts)
+
+  private def completeAll(c: CheckpointCoordinator, version: Long): Unit =
+    expected.foreach(k => assert(c.acknowledge(ack(k, version)) == AckResult.Success))
+
+  private def files = new CheckpointFiles(root, hadoopConf)
+
+  private implicit class Only[T](items: Seq[T]) {
+    def only: T = { assert(items.size == 1, s"expected one, got $items"); items.head }
+  }
+
+  test("a checkpoint completes when every expected store acknowledged, and not before") {
+    val c = coordinator()
+    val keys = expected.toSeq.sortBy(k => (k.operatorId, k.storeName, k.partitionId))
+    keys.init.foreach(k => assert(c.acknowledge(ack(k, 4)) == AckResult.Success))
+    assert(files.completedVersions().isEmpty)
+    assert(c.view("run-1").get.pending.map(_.missing) == Seq(Seq(keys.last)))
+    now += 5
+    assert(c.acknowledge(ack(keys.last, 4)) == AckResult.Success)
+
+    val m = files.read(4)
+    assert(m.formatVersion == CheckpointMetadata.FormatVersion)
+    assert(m.version == 4 && m.batchId == 3 && m.runId == "run-1" && m.queryId == "query-1")
+    assert(m.stores.map(s => StoreKey(s.operatorId, s.storeName, s.partitionId)) == keys)
+    assert(m.stores.map(_.storeDir).toSet == expected.map(storeDir))
+    assert(m.totals.stores == 4 && m.totals.numKeys == 40 && m.totals.stateBytes == 600)
+    assert(m.completedAtMs - m.triggeredAtMs == 5)
+    val view = c.view("run-1").get
+    assert(view.pending.isEmpty && view.completed.map(_.version) == Seq(4))
+    assert(c.completedSince(0).map(_._3) == Seq(4))
+    // Written through a temporary file and a rename: nothing else in the directory.
+    assert(new File(dir, "rockstate/checkpoints/4").list().filterNot(_.startsWith(".")).toSeq ==
+      Seq("_metadata"))
+  }
+
+  test("a duplicate acknowledgement is DUPLICATE and the first one counts") {
+    val c = coordinator()
+    val k = expected.head
+    assert(c.acknowledge(ack(k, 2, rows = 7)) == AckResult.Success)
+    assert(c.acknowledge(ack(k, 2, rows = 99)) == AckResult.Duplicate)
+    expected.tail.foreach(o => c.acknowledge(ack(o, 2)))
+    val mine = files.read(2).stores.find(s => s.partitionId == k.partitionId &&
+      s.operatorId == k.operatorId && s.storeName == k.storeName).get
+    assert(mine.figures.numKeys == 7)
+  }
+
+  test("an acknowledgement for an unknown version or store is UNKNOWN and starts nothing") {
+    val c = coordinator()
+    assert(c.acknowledge(ack(expected.head, 3)) == AckResult.Unknown) // interval is 2
+    assert(c.acknowledge(ack(StoreKey(7, "default", 0), 2)) == AckResult.Unknown)
+    assert(c.view("run-1").get.pending.isEmpty)
+    assert(c.acknowledge(ack(expected.head, 0)) == AckResult.Unknown)
+  }
+
+  test("acknowledgements after a checkpoint was aborted, subsumed or completed are DISCARDED") {
+    val c = coordinator(tolerable = -1)
+    val Seq(a, b, rest @ _*) = expected.toSeq
+    c.acknowledge(ack(a, 2))
+    assert(c.decline(decline(b, 2, counts = true)) == AckResult.Success)
+    assert(c.view("run-1").get.aborted.map(_.version) == Seq(2))
+    assert(c.acknowledge(ack(b, 2)) == AckResult.Discarded) // aborted
+    c.acknowledge(ack(a, 4)) // pending 4, then 6 completes and subsumes it
+    completeAll(c, 6)
+    assert(c.acknowledge(ack(b, 4)) == AckResult.Discarded) // subsumed
+    assert(c.acknowledge(ack(b, 6)) == AckResult.Discarded) // completed without it
+    val aborted = c.view("run-1").get.aborted
+    assert(aborted.map(_.version) == Seq(2, 4))
+    assert(aborted.last.reason.contains("subsumed by checkpoint 6") && !aborted.last.countsAsFailure)
+    assert(files.completedVersions() == Seq(6))
+    // Executors hear it: pins of 2 (aborted), 4 and 6 (at or below the latest completed) go.
+    CheckpointPins.pend(root, 2, now)
+    CheckpointPins.pend(root, 4, now)
+    CheckpointPins.pend(root, 8, now)
+    // As the executor gets it: JSON text over the plugin RPC.
+    CheckpointPins.apply(Outcomes.fromJson(Outcomes.toJson(c.outcomes(Seq(root)))), now)
+    assert(CheckpointPins.pinned(root, hadoopConf, now, 10000) == Set(6L, 8L))
+  }
+
+  test("a pending checkpoint past the timeout is aborted; too many failures fail the query") {
+    val c = coordinator(timeoutMs = 1000, tolerable = 1)
+    c.acknowledge(ack(expected.head, 2))
+    now += 999
+    c.checkTimeouts()
+    assert(c.view("run-1").get.pending.size == 1)
+    now += 2
+    c.checkTimeouts()
+    val aborted = c.view("run-1").get.aborted.only
+    assert(aborted.countsAsFailure && aborted.reason.contains("expired after 1000 ms with 3 of 4"))
+    assert(failures.isEmpty) // 1 failure is tolerable
+    c.acknowledge(ack(expected.head, 4))
+    now += 1001
+    c.checkTimeouts()
+    assert(failures.map(_._1) == Seq("run-1"))
+    val message = failures.head._2
+    assert(message.contains("2 checkpoints of query query-1 failed in a row") &&
+      message.contains("tolerableCheckpointFailures"))
+    assert(c.acknowledge(ack(expected.head, 6)) == AckResult.Discarded)
+  }
+
+  test("a completion resets the consecutive failures; declines for a busy store do not count") {
+    val c = coordinator(tolerable = 1)
+    c.decline(decline(expected.head, 2, counts = true))
+    completeAll(c, 4)
+    assert(c.view("run-1").get.consecutiveFailures == 0)
+    c.decline(decline(expected.head, 6, counts = false))
+    c.decline(decline(expected.head, 8, counts = true))
+    assert(failures.isEmpty && c.view("run-1").get.consecutiveFailures == 1)
+  }
+
+  test("retention keeps the newest completed checkpoints; a new run sees them") {
+    val c = coordinator(retained = 2)
+    Seq(2L, 4L, 6L).foreach(v => completeAll(c, v))
+    assert(files.completedVersions() == Seq(4, 6))
+    assert(!new File(dir, "rockstate/checkpoints/2").exists())
+    c.acknowledge(ack(expected.head, 8)) // pending when the query restarts
+    val restarted = coordinator(retained = 2)
+    assert(restarted.acknowledge(ack(expected.head, 8, run = "run-2")) == AckResult.Success)
+    assert(restarted.view("run-2").get.completed.map(_.version) == Seq(4, 6))
+    assert(restarted.outcomes(Seq(root)).roots.only.retained == Seq(4, 6))
+    // The same coordinator seeing run-2 ends run-1's pending checkpoint without a failure.
+    c.acknowledge(ack(expected.head, 8, run = "run-2"))
+    assert(c.view("run-1").get.aborted.last.reason.contains("query restarted"))
+    assert(c.view("run-1").get.consecutiveFailures == 0)
+  }
+
+  test("a checkpoint whose snapshot manifest vanished is aborted, never completed") {
+    val c = coordinator()
+    val keys = expected.toSeq
+    keys.init.foreach(k => c.acknowledge(ack(k, 2)))
+    c.acknowledge(ack(keys.last, 2, writeManifest = false))
+    assert(files.completedVersions().isEmpty)
+    assert(c.view("run-1").get.aborted.only.reason.contains("is missing at completion"))
+  }
+
+  test("stores are expected from Spark's operator metadata") {
+    def write(path: String, text: String): Unit = {
+      val f = new File(dir, path)
+      f.getParentFile.mkdirs()
+      Files.write(f.toPath, text.getBytes(StandardCharsets.UTF_8))
+    }
+    assert(ExpectedStores.read(root, hadoopConf).isLeft)
+    write("state/0/_metadata/metadata", "v1\n{\"operatorInfo\":{\"operatorId\":0,\"operatorName\"" +
+      ":\"dedupe\"},\"stateStoreInfo\":[{\"storeName\":\"default\",\"numColsPrefixKey\":0," +
+      "\"numPartitions\":3}]}")
+    new File(dir, "state/1/0").mkdirs()
+    assert(ExpectedStores.read(root, hadoopConf).left.toOption.get.contains("state/1/_metadata"))
+    write("state/1/_metadata/metadata", "v1\n{\"operatorInfo\":{\"operatorId\":1},\"stateStoreInfo\"" +
+      ":[{\"storeName\":\"left\",\"numPartitions\":1},{\"storeName\":\"right\",\"numPartitions\":1}]}")
+    assert(ExpectedStores.read(root, hadoopConf) == Right(Set(StoreKey(0, "default", 0),
+      StoreKey(0, "default", 1), StoreKey(0, "default", 2), StoreKey(1, "left", 0),
+      StoreKey(1, "right", 0))))
+  }
+
+  test("an acknowledgement stays small however many files its snapshot has") {
+    // It names the snapshot manifest, never the files: Flink's acks outgrew the RPC frame.
+    val bytes = new java.io.ByteArrayOutputStream()
+    val out = new java.io.ObjectOutputStream(bytes)
+    out.writeObject(ack(expected.head, 2))
+    out.close()
+    assert(bytes.size < 2048, s"${bytes.size} bytes")
+    assert(!classOf[SnapshotAck].getDeclaredFields.exists(f =>
+      classOf[Iterable[_]].isAssignableFrom(f.getType)))
+  }
+
+  test("executors pin what they acknowledged until the outcome, or twice the timeout") {
+    CheckpointPins.pend(root, 10, now)
+    assert(CheckpointPins.rootsWithPending == Seq(root))
+    assert(CheckpointPins.pinned(root, hadoopConf, now + 100, 1000) == Set(10L))
+    assert(CheckpointPins.pinned(root, hadoopConf, now + 1001, 1000).isEmpty)
+    assert(CheckpointPins.rootsWithPending.isEmpty)
+    // Retained completed checkpoints come from the location itself after a restart.
+    completeAll(coordinator(), 2)
+    CheckpointPins.clear()
+    assert(CheckpointPins.pinned(root, hadoopConf, now, 1000) == Set(2L))
+  }
+}

@@ -1,0 +1,232 @@
+"""Checkpoints as the driver's coordinator completes them, seen from Python.
+
+``rockstate.checkpoints(query)`` asks the running driver (pending, completed and aborted
+checkpoints of the query's current run); ``rockstate.checkpoints("s3://bucket/query")`` reads
+the completed ones from the checkpoint location with fsspec, no Spark needed. The metadata
+file format is described in docs/checkpoint-format.md.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from rockstate.errors import CorruptCheckpointError, RockstateSetupError
+from rockstate.format import load_document
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+    from rockstate.location import CheckpointLocation
+
+METADATA_FORMAT_VERSION = 1
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class StoreAck:
+    """One store's acknowledged snapshot within a checkpoint, with its figures."""
+
+    operator: int
+    store: str
+    partition: int
+    executor_id: str
+    store_dir: str  # relative to the checkpoint location
+    snapshot_manifest: str  # relative to store_dir
+    version_manifest: str  # relative to store_dir
+    sync_ms: int
+    async_ms: int
+    bytes_uploaded: int
+    bytes_reused: int
+    files_uploaded: int
+    files_reused: int
+    state_bytes: int
+    num_keys: int
+    acked_at_ms: int
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A checkpoint: ``status`` is ``completed``, ``pending`` or ``aborted``."""
+
+    version: int  # the state version; the micro-batch is version - 1
+    status: str
+    stores: tuple[StoreAck, ...] = ()
+    missing: tuple[tuple[int, str, int], ...] = ()  # (operator, store, partition), if pending
+    reason: str | None = None  # why it was aborted
+    triggered_at_ms: int | None = None
+    completed_at_ms: int | None = None
+    run_id: str | None = None
+
+    @property
+    def batch_id(self) -> int:
+        return self.version - 1
+
+    @property
+    def state_bytes(self) -> int:
+        return sum(s.state_bytes for s in self.stores)
+
+    @property
+    def num_keys(self) -> int:
+        return sum(s.num_keys for s in self.stores)
+
+    @property
+    def bytes_uploaded(self) -> int:
+        return sum(s.bytes_uploaded for s in self.stores)
+
+
+@dataclass(frozen=True)
+class QueryCheckpoints:
+    """What is known of a query's checkpoints, newest last in each list."""
+
+    location: str
+    run_id: str | None = None
+    query_id: str | None = None
+    snapshot_interval: int | None = None
+    expected_stores: int | None = None
+    completed: tuple[Checkpoint, ...] = ()
+    pending: tuple[Checkpoint, ...] = ()
+    aborted: tuple[Checkpoint, ...] = ()
+    consecutive_failures: int = 0
+    failure: str | None = None
+    untracked_reason: str | None = None  # set while the coordinator cannot track the query
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def latest(self) -> Checkpoint | None:
+        return self.completed[-1] if self.completed else None
+
+
+def _store_ack(doc: dict) -> StoreAck:
+    f = doc["figures"]
+    return StoreAck(
+        operator=int(doc["operatorId"]), store=doc["storeName"],
+        partition=int(doc["partitionId"]), executor_id=str(doc["executorId"]),
+        store_dir=doc["storeDir"], snapshot_manifest=doc["snapshotManifest"],
+        version_manifest=doc["versionManifest"], sync_ms=int(f["syncMs"]),
+        async_ms=int(f["asyncMs"]), bytes_uploaded=int(f["bytesUploaded"]),
+        bytes_reused=int(f["bytesReused"]), files_uploaded=int(f["filesUploaded"]),
+        files_reused=int(f["filesReused"]), state_bytes=int(f["stateBytes"]),
+        num_keys=int(f["numKeys"]), acked_at_ms=int(doc["ackedAtMs"]))
+
+
+def _completed(doc: dict) -> Checkpoint:
+    return Checkpoint(
+        version=int(doc["version"]), status="completed",
+        stores=tuple(_store_ack(s) for s in doc["stores"]),
+        triggered_at_ms=int(doc["triggeredAtMs"]), completed_at_ms=int(doc["completedAtMs"]),
+        run_id=doc.get("runId"))
+
+
+def parse_checkpoint_metadata(data: bytes, where: str) -> Checkpoint:
+    """A completed checkpoint's ``_metadata`` file; a damaged one is an error naming it."""
+    doc = load_document(data, where, METADATA_FORMAT_VERSION, "checkpoint metadata")
+    try:
+        return _completed(doc)
+    except (KeyError, TypeError, ValueError) as e:
+        raise CorruptCheckpointError(
+            f"checkpoint metadata {where} is missing or has a bad field ({e!r}).") from None
+
+
+def _from_view(doc: dict) -> QueryCheckpoints:
+    return QueryCheckpoints(
+        location=doc["checkpointRoot"], run_id=doc["runId"], query_id=doc["queryId"],
+        snapshot_interval=int(doc["snapshotInterval"]),
+        expected_stores=int(doc["expectedStores"]),
+        completed=tuple(_completed(c) for c in doc["completed"]),
+        pending=tuple(
+            Checkpoint(version=int(p["version"]), status="pending",
+                       stores=tuple(_store_ack(s) for s in p["stores"]),
+                       missing=tuple((int(m["operatorId"]), m["storeName"],
+                                      int(m["partitionId"])) for m in p["missing"]),
+                       triggered_at_ms=int(p["triggeredAtMs"]), run_id=doc["runId"])
+            for p in doc["pending"]),
+        aborted=tuple(
+            Checkpoint(version=int(a["version"]), status="aborted", reason=a["reason"],
+                       run_id=doc["runId"])
+            for a in doc["aborted"]),
+        consecutive_failures=int(doc["consecutiveFailures"]),
+        failure=doc.get("failure"), untracked_reason=doc.get("untrackedReason"))
+
+
+def _plugin(spark: SparkSession | None = None) -> Any:
+    from pyspark import SparkContext
+
+    sc = spark.sparkContext if spark is not None else SparkContext._active_spark_context
+    if sc is None:
+        raise RockstateSetupError("no SparkContext is running in this Python process; give "
+                                  "checkpoints() the checkpoint location instead.")
+    jvm = sc._jvm  # type: ignore[attr-defined]
+    plugin = jvm.io.rockstate.plugin.RockstateDriverPlugin
+    if not plugin.coordinatorRunning():
+        raise RockstateSetupError(
+            "the rockstate checkpoint coordinator is not running in this driver; create the "
+            "session with rockstate.configure(builder) (it adds spark.plugins="
+            "io.rockstate.plugin.RockstatePlugin).")
+    return plugin
+
+
+def checkpoints(source: StreamingQuery | str | CheckpointLocation) -> QueryCheckpoints:
+    """The checkpoints of a running query, or the completed ones at a checkpoint location."""
+    if hasattr(source, "runId") and hasattr(source, "lastProgress"):
+        query: Any = source
+        plugin = _plugin()
+        text = plugin.checkpointsJson(str(query.runId))
+        if text == "null":  # no store of this run has acknowledged anything yet
+            return QueryCheckpoints(location="", run_id=str(query.runId),
+                                    query_id=str(query.id))
+        return _from_view(json.loads(text))
+    from rockstate.location import CheckpointLocation
+
+    loc = source if isinstance(source, CheckpointLocation) else CheckpointLocation(str(source))
+    return QueryCheckpoints(location=loc.url, completed=tuple(loc.checkpoints()))
+
+
+class CheckpointWatcher:
+    """Calls ``callback(checkpoint)`` for each checkpoint the driver completes; ``stop()`` ends it.
+
+    The driver cannot call into Python, so a daemon thread asks it every ``poll_seconds``.
+    """
+
+    def __init__(self, spark: SparkSession, callback: Callable[[Checkpoint], None],
+                 poll_seconds: float = 0.5) -> None:
+        self._plugin = _plugin(spark)
+        self._callback = callback
+        self._poll = poll_seconds
+        self._stop = threading.Event()
+        # Only completions from now on.
+        seen = json.loads(self._plugin.completedSinceJson(-1))
+        self._after = max((s for s, _, _ in seen), default=0)
+        self._thread = threading.Thread(target=self._run, name="rockstate-checkpoint-watcher",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._poll):
+            try:
+                self.poll_once()
+            except Exception:  # a dead driver or a failing callback must not end the thread
+                _log.exception("rockstate checkpoint watcher: polling the driver failed")
+
+    def poll_once(self) -> None:
+        for seq, run_id, version in json.loads(self._plugin.completedSinceJson(self._after)):
+            self._after = seq
+            view = json.loads(self._plugin.checkpointsJson(run_id))
+            found = [c for c in (view or {}).get("completed", []) if c["version"] == version]
+            if found:  # dropped by retention already if not
+                self._callback(_completed(found[0]))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
+def on_checkpoint_complete(spark: SparkSession, callback: Callable[[Checkpoint], None],
+                           poll_seconds: float = 0.5) -> CheckpointWatcher:
+    """Invokes ``callback`` with each checkpoint completed from now on, for every query."""
+    return CheckpointWatcher(spark, callback, poll_seconds)
