@@ -9,7 +9,8 @@ p50/p95 of the state commit time Spark reports (``commitTimeMs``), bytes written
 checkpoint's state directory per batch after the first (background snapshot uploads
 included), and the JVM's peak resident memory; then rockstate's ratio against each of the
 others. For rockstate it also prints the bytes its commits wrote on the task's path
-(``rockstateCommitBytes``). Nothing here is asserted: the machines are shared, so the numbers
+(``rockstateCommitBytes``) and its checkpoints: how many completed or aborted, and the
+spread from the first to the last partition's acknowledgement. Nothing here is asserted: the machines are shared, so the numbers
 are for reading, side by side, from one run.
 
 A provider named ``rockstate:<setting>=<value>[,...]`` runs rockstate with those settings
@@ -28,6 +29,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 PROVIDERS = {
@@ -118,6 +120,9 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
     query = (df.groupBy("key").agg(F.count("*").alias("n"), F.sum("value").alias("total"))
              .writeStream.outputMode("update").format("noop")
              .option("checkpointLocation", str(checkpoint)).start())
+    completed: list = []
+    watcher = (rockstate.on_checkpoint_complete(spark, completed.append, poll_seconds=0.2)
+               if provider == rockstate.PROVIDER_CLASS else None)
     seen: dict[str, int] = {}
     written, commits, task_bytes, rows, millis = [], [], [], 0, 0
     for i, f in enumerate(staged):
@@ -134,6 +139,23 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
             task_bytes.append(custom.get("rockstateCommitBytes", 0))
         rows += p["numInputRows"]
         millis += p["durationMs"]["triggerExecution"]
+    checkpoints = {}
+    if watcher is not None:
+        # Let the last snapshots finish and be acknowledged before the query stops.
+        deadline = time.time() + 60
+        while rockstate.checkpoints(query).pending and time.time() < deadline:
+            time.sleep(0.2)
+        time.sleep(0.5)
+        watcher.stop()
+        view = rockstate.checkpoints(query)
+        spreads = [c.completed_at_ms - c.triggered_at_ms for c in completed]
+        checkpoints = {
+            "completed": len(completed), "aborted": len(view.aborted),
+            "spread_p50_ms": statistics.median(spreads) if spreads else 0,
+            "async_p50_ms": statistics.median(
+                [s.async_ms for c in completed for s in c.stores]) if completed else 0,
+            "stores": len(completed[-1].stores) if completed else 0,
+        }
     query.stop()
     pid = spark.sparkContext._gateway.proc.pid
     result = {
@@ -144,6 +166,7 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
         "bytes_per_batch": statistics.mean(written),
         "peak_rss_mb": peak_rss_bytes(pid) / 2**20,
         "commit_path_bytes": statistics.mean(task_bytes),
+        "checkpoints": checkpoints,
     }
     spark.stop()
     return result
@@ -192,6 +215,10 @@ def main() -> int:
             print(f"{name}: bytes written on the commit path per batch "
                   f"{r['commit_path_bytes']:.0f} (the rest of bytes_per_batch is background "
                   "snapshot uploads)")
+            c = r["checkpoints"]
+            print(f"{name}: checkpoints completed {c['completed']}, aborted {c['aborted']}, "
+                  f"{c['stores']} stores each; first to last acknowledgement p50 "
+                  f"{c['spread_p50_ms']:.0f} ms; snapshot upload p50 {c['async_p50_ms']:.0f} ms")
     if "rockstate" in results:
         mine = results["rockstate"]
         for name, r in results.items():
