@@ -10,8 +10,8 @@ checkpoint's state directory per batch after the first (background snapshot uplo
 included), and the JVM's peak resident memory; then rockstate's ratio against each of the
 others. For rockstate it also prints the bytes its commits wrote on the task's path
 (``rockstateCommitBytes``) and its checkpoints: how many completed or aborted, and the
-spread from the first to the last partition's acknowledgement. Nothing here is asserted: the machines are shared, so the numbers
-are for reading, side by side, from one run.
+spread from the first to the last partition's acknowledgement. Nothing here is asserted: the
+machines are shared, so the numbers are for reading, side by side, from one run.
 
 A provider named ``rockstate:<setting>=<value>[,...]`` runs rockstate with those settings
 (``spark.sql.streaming.stateStore.rockstate.<setting>``), to compare choices in one run:

@@ -20,6 +20,7 @@ from rockstate.errors import CorruptCheckpointError, RockstateError, RockstateSe
 from rockstate.jar import jar_path
 from rockstate.location import CheckpointLocation
 from rockstate.offsets import provider_class, recorded_confs
+from rockstate.read import export, read_state
 from rockstate.session import PLUGIN_CLASS, PROVIDER_CLASS, configure, spark_defaults
 from rockstate.verify import verify
 
@@ -38,9 +39,11 @@ __all__ = [
     "StoreAck",
     "checkpoints",
     "configure",
+    "export",
     "jar_path",
     "on_checkpoint_complete",
     "provider_class",
+    "read_state",
     "recorded_confs",
     "spark_defaults",
     "verify",

@@ -1,5 +1,5 @@
 """The ``rockstate`` command: build the jar, run the demo, print the Spark configuration, and
-inspect or verify a checkpoint location without Spark."""
+inspect, verify, read or export a checkpoint location without Spark."""
 
 from __future__ import annotations
 
@@ -22,10 +22,24 @@ def main(argv: list[str] | None = None) -> int:
         p = sub.add_parser(name, help=text)
         p.add_argument("location", help="the query's checkpointLocation (path or fsspec URL)")
         p.add_argument("--json", action="store_true", help="print JSON for scripts")
+    read = sub.add_parser("read", help="print an operator's state (key, value, partition)")
+    read.add_argument("location", help="the query's checkpointLocation (path or fsspec URL)")
+    read.add_argument("--operator", type=int, default=0)
+    read.add_argument("--store", default="default")
+    read.add_argument("--version", type=int, help="state version (default: the newest)")
+    read.add_argument("--partitions", help="comma-separated partition ids (default: all)")
+    read.add_argument("--limit", type=int, default=20, help="rows to print (0: all)")
+    read.add_argument("--json", action="store_true", help="one JSON object per row")
+    export = sub.add_parser("export", help="write every operator's state as parquet datasets")
+    export.add_argument("location", help="the query's checkpointLocation (path or fsspec URL)")
+    export.add_argument("dest", help="where to write (path or fsspec URL)")
+    export.add_argument("--version", type=int, help="state version (default: the newest)")
     args, rest = parser.parse_known_args(argv)
     try:
         if args.command in ("inspect", "verify"):
             return _checkpoint_command(args)
+        if args.command in ("read", "export"):
+            return _state_command(args)
         if args.command == "build":
             from rockstate.build import main as build_main
 
@@ -82,6 +96,31 @@ def _checkpoint_command(args: argparse.Namespace) -> int:
               f"files ({report.bytes_checked} bytes) checked: "
               f"{'OK' if report.ok else f'{len(report.problems)} problems'}")
     return 0 if report.ok else 1
+
+
+def _state_command(args: argparse.Namespace) -> int:
+    from rockstate.read import export, read_state, table_rows
+
+    def progress(what: str) -> None:
+        print(f"reading {what}", file=sys.stderr)
+
+    if args.command == "export":
+        for path in export(args.location, args.dest, version=args.version, progress=progress):
+            print(path)
+        return 0
+    partitions = [int(p) for p in args.partitions.split(",")] if args.partitions else None
+    table = read_state(args.location, operator=args.operator, version=args.version,
+                       partitions=partitions, store=args.store, progress=progress)
+    shown = table_rows(table if args.limit == 0 else table.slice(0, args.limit))
+    for row in shown:
+        if args.json:
+            print(json.dumps(row, default=str))
+        else:
+            print(f"partition {row['partition_id']}: {json.dumps(row['key'], default=str)} -> "
+                  f"{json.dumps(row['value'], default=str)}")
+    print(f"{table.num_rows} rows" + (f", {len(shown)} shown" if len(shown) < table.num_rows
+                                       else ""), file=sys.stderr)
+    return 0
 
 
 def _span(values: list[int]) -> str:

@@ -173,34 +173,43 @@ def changelog_records(data: bytes, where: str) -> Iterator[tuple[str, bytes, byt
             body = bytes(pa.CompressedInputStream(pa.BufferReader(body), "zstd").read())
         except (OSError, pa.ArrowException) as e:
             raise corrupt(f"zstd: {e}") from None
+    # A tight loop over offsets: this runs once per record of every changelog read.
+    unpack_int, unpack_long = struct.Struct(">i").unpack_from, struct.Struct(">q").unpack_from
+    end = len(body)
     pos, count = 0, 0
-
-    def take(n: int) -> bytes:
-        nonlocal pos
-        if pos + n > len(body):
-            raise corrupt("it ends before its end record")
-        out = body[pos:pos + n]
-        pos += n
-        return out
-
-    def field() -> bytes:
-        (n,) = struct.unpack(">i", take(4))
-        if n < 0:
-            raise corrupt(f"record length {n} out of range")
-        return take(n)
-
-    while True:
-        op = take(1)[0]
-        if op == 0:
-            (expected,) = struct.unpack(">q", take(8))
-            if expected != count:
-                raise corrupt(f"{count} records found, the end record says {expected}")
-            if pos != len(body):
-                raise corrupt("data after the end record")
-            return
-        if op not in OPS:
-            raise corrupt(f"unknown record type {op}")
-        key = field()
-        value = None if op == 3 else field()
-        count += 1
-        yield OPS[op], key, value
+    try:
+        while True:
+            op = body[pos]
+            pos += 1
+            if op == 0:
+                if pos + 8 > end:
+                    raise corrupt("it ends inside its end record")
+                (expected,) = unpack_long(body, pos)
+                if expected != count:
+                    raise corrupt(f"{count} records found, the end record says {expected}")
+                if pos + 8 != end:
+                    raise corrupt("data after the end record")
+                return
+            name = OPS.get(op)
+            if name is None:
+                raise corrupt(f"unknown record type {op}")
+            (n,) = unpack_int(body, pos)
+            pos += 4
+            if n < 0 or pos + n > end:
+                raise corrupt("it ends before its end record" if n >= 0 else
+                              f"record length {n} out of range")
+            key = body[pos:pos + n]
+            pos += n
+            value = None
+            if op != 3:
+                (n,) = unpack_int(body, pos)
+                pos += 4
+                if n < 0 or pos + n > end:
+                    raise corrupt("it ends before its end record" if n >= 0 else
+                                  f"record length {n} out of range")
+                value = body[pos:pos + n]
+                pos += n
+            count += 1
+            yield name, key, value
+    except (IndexError, struct.error):
+        raise corrupt("it ends before its end record") from None

@@ -1,0 +1,94 @@
+"""rockstate's offline reader against Spark's ``statestore`` data source, on one checkpoint.
+
+    python bench/read_bench.py --keys 1000000
+
+A streaming aggregation on rockstate (``local[2]``, 4 partitions) puts ``--keys`` keys in its
+state in one batch, then a second batch changes one key: the version read is a RocksDB
+snapshot plus a changelog. Then the same state is read twice, into Arrow: by Spark (``spark.read
+.format("statestore")...toArrow()``, the session already running) and by
+``rockstate.read_state`` (no JVM). Both must return the same number of rows; the script
+prints each one's best wall time of ``--repeat`` runs and their ratio. Nothing is asserted
+on time: the machines are shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--keys", type=int, default=1_000_000)
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--keep", action="store_true", help="keep the checkpoint, print where")
+    args = parser.parse_args()
+
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    import rockstate
+
+    work = Path(tempfile.mkdtemp(prefix="rockstate-read-bench-"))
+    builder = (SparkSession.builder.master("local[2]").appName("read-bench")
+               .config("spark.sql.shuffle.partitions", str(args.partitions))
+               .config("spark.ui.enabled", "false").config("spark.driver.memory", "3g")
+               .config("spark.ui.showConsoleProgress", "false"))
+    spark = rockstate.configure(builder, snapshotInterval=1).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    src = work / "src"
+    spark.range(args.keys).select(F.concat(F.lit("user-"), F.col("id").cast("string"))
+                                  .alias("key"), (F.col("id") % 97).alias("value")) \
+        .write.parquet(str(src))
+    checkpoint = work / "checkpoint"
+    query = (spark.readStream.schema("key STRING, value LONG").parquet(str(src))
+             .groupBy("key").agg(F.count("*").alias("n"), F.sum("value").alias("total"))
+             .writeStream.outputMode("update").format("noop")
+             .option("checkpointLocation", str(checkpoint)).start())
+    query.processAllAvailable()
+    # A second, one-row batch once the first batch's snapshot is uploaded: the version read
+    # is then a RocksDB snapshot plus one changelog, the common case.
+    spark.sparkContext._jvm.io.rockstate.state.SnapshotUploader.awaitIdle(120000)
+    spark.createDataFrame([("user-0", 1)], "key STRING, value LONG").write.mode("append") \
+        .parquet(str(src))
+    query.processAllAvailable()
+    query.stop()
+
+    def spark_read():
+        return spark.read.format("statestore").load(str(checkpoint)).toArrow()
+
+    def offline_read():
+        return rockstate.read_state(str(checkpoint))
+
+    timings = {}
+    rows = {}
+    for name, fn in (("spark statestore", spark_read), ("rockstate.read_state", offline_read)):
+        best = float("inf")
+        for _ in range(args.repeat):
+            start = time.perf_counter()
+            table = fn()
+            best = min(best, time.perf_counter() - start)
+        timings[name], rows[name] = best, table.num_rows
+    spark.stop()
+    if args.keep:
+        print(f"checkpoint kept at {checkpoint}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+    if len(set(rows.values())) != 1:
+        print(f"row counts differ: {rows}")
+        return 1
+    print(f"keys={args.keys} partitions={args.partitions} rows read={rows['spark statestore']}")
+    for name, t in timings.items():
+        print(f"{name:22} best of {args.repeat}: {t:7.2f} s  ({rows[name] / t:,.0f} rows/s)")
+    ratio = timings["rockstate.read_state"] / timings["spark statestore"]
+    print(f"rockstate.read_state / spark statestore time: {ratio:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,228 @@
+"""``read_state`` and ``export``: a rockstate checkpoint's state as Arrow, without Spark.
+
+For each store (one per partition), the version's snapshot files are staged to a local
+temporary directory (only the files that version needs, each checked against its size and
+CRC32), opened read-only with rocksdict, and the changelogs after the snapshot are replayed
+on top. Keys and values are decoded from Spark's UnsafeRow layout with the schema Spark
+recorded for the operator. The table has the columns Spark's ``statestore`` data source has:
+``key`` and ``value`` (structs) and ``partition_id``.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import struct
+import tempfile
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from rockstate.errors import CorruptCheckpointError, RockstateError
+from rockstate.format import changelog_records
+from rockstate.location import DEFAULT_STORE, CheckpointLocation, StoreRef
+from rockstate.unsaferow import decode_rows
+
+# Spark's state encoders put one version byte before every key and value's UnsafeRow.
+ENCODING_VERSION_BYTES = 1
+
+
+def _read_utf(data: bytes, at: int) -> tuple[str, int]:
+    (n,) = struct.unpack_from(">H", data, at)
+    return data[at + 2:at + 2 + n].decode("utf-8"), at + 2 + n
+
+
+def state_schema(loc: CheckpointLocation, operator: int,
+                 store: str = DEFAULT_STORE) -> tuple[dict, dict]:
+    """(key schema, value schema) Spark recorded for an operator's store, as JSON objects.
+
+    Spark writes them to ``state/<op>/0/[<store>/]_metadata/schema`` (schema format v2: a
+    Java ``writeUTF`` version, then key and value schema JSON, each as a count of
+    ``writeUTF`` chunks).
+    """
+    import json
+
+    parts = ["state", str(operator), "0"] + ([] if store == DEFAULT_STORE else [store])
+    path = loc._path(*parts, "_metadata", "schema")
+    if not loc.fs.exists(path):
+        v3 = loc._path("state", str(operator), "_stateSchema")
+        hint = (" Spark wrote a v3 schema (_stateSchema/), which this reader does not read yet."
+                if loc.fs.exists(v3) else "")
+        raise RockstateError(f"no state schema for operator {operator} store {store} at "
+                             f"{path}.{hint}")
+    data = loc.fs.cat_file(path)
+    try:
+        version, at = _read_utf(data, 0)
+        if version != "v2":
+            raise RockstateError(f"state schema {path} has format {version!r}; this reader "
+                                 "reads v2")
+        schemas = []
+        for _ in range(2):
+            (chunks,) = struct.unpack_from(">i", data, at)
+            at += 4
+            text = []
+            for _ in range(chunks):
+                chunk, at = _read_utf(data, at)
+                text.append(chunk)
+            schemas.append(json.loads("".join(text)))
+    except (struct.error, ValueError, UnicodeDecodeError) as e:
+        raise CorruptCheckpointError(f"state schema {path} is damaged ({e}).") from None
+    return schemas[0], schemas[1]
+
+
+def _refuse_prefix_keys(loc: CheckpointLocation, operator: int, store: str) -> None:
+    """Keys with prefix columns (session windows) have another byte layout: refuse them
+    rather than decode them wrong. Spark's operator metadata says how many there are."""
+    import json
+
+    path = loc._path("state", str(operator), "_metadata", "metadata")
+    if not loc.fs.exists(path):
+        return
+    text = loc.fs.cat_file(path).decode("utf-8", "replace")
+    try:
+        doc = json.loads(text.split("\n", 1)[1])
+    except (IndexError, ValueError):
+        raise CorruptCheckpointError(f"Spark's operator metadata {path} is damaged.") from None
+    for info in doc.get("stateStoreInfo", []):
+        if info.get("storeName") == store and int(info.get("numColsPrefixKey", 0)) > 0:
+            raise RockstateError(
+                f"operator {operator} ({doc.get('operatorInfo', {}).get('operatorName')}) keys "
+                "its state with prefix columns (a session window); reading that key layout "
+                "is not supported yet.")
+
+
+def _stage_snapshot(loc: CheckpointLocation, store: StoreRef, relative: str, into: Path,
+                    version: int) -> None:
+    manifest = loc.snapshot_manifest(store, relative, f"version {version}")
+    for f in manifest.files:
+        data = loc.read(store, f.path, f"version {version}")
+        if len(data) != f.size or zlib.crc32(data) != f.crc32:
+            raise CorruptCheckpointError(
+                f"{posixpath.join(store.path, f.path)}, needed by version {version} of {store}, "
+                f"does not match its manifest (size {len(data)} vs {f.size}); the checkpoint "
+                "is damaged. Run `rockstate verify` to see what else is.")
+        (into / f.local_name).write_bytes(data)
+
+
+def store_entries(loc: CheckpointLocation, store: StoreRef, version: int) -> dict[bytes, bytes]:
+    """Every key and value of one store at ``version``, as RocksDB holds them."""
+    from rocksdict import AccessType, Rdict
+
+    if version not in loc.versions(store):
+        raise RockstateError(f"version {version} of {store} is not in the checkpoint (it has "
+                             f"{loc.versions(store)[:1]}..{loc.versions(store)[-1:]}).")
+    m = loc.manifest(store, version)
+    if m.use_column_families:
+        raise RockstateError(f"{store} uses column families; reading them is not supported "
+                             "yet.")
+    entries: dict[bytes, bytes] = {}
+    if m.snapshot is not None:
+        with tempfile.TemporaryDirectory(prefix="rockstate-read-") as tmp:
+            _stage_snapshot(loc, store, m.snapshot.path, Path(tmp), version)
+            db = Rdict(tmp, access_type=AccessType.read_only())
+            try:
+                entries = dict(db.items())
+            finally:
+                db.close()
+    for c in m.changelogs:
+        data = loc.read(store, c.path, f"version {version}")
+        if len(data) != c.size or zlib.crc32(data) != c.crc32:
+            raise CorruptCheckpointError(
+                f"{posixpath.join(store.path, c.path)}, needed by version {version} of {store}, "
+                "does not match its manifest; the checkpoint is damaged.")
+        for op, key, value in changelog_records(data, posixpath.join(store.path, c.path)):
+            if op == "put":
+                entries[key] = value  # type: ignore[assignment]
+            elif op == "delete":
+                entries.pop(key, None)
+            elif op == "merge":
+                old = entries.get(key)
+                entries[key] = value if old is None else old + b"," + value  # type: ignore[operator]
+            else:  # deleteRange: [key, value) holds the end key
+                for k in [k for k in entries if key <= k < value]:  # type: ignore[operator]
+                    del entries[k]
+    return entries
+
+
+def read_state(location: str | CheckpointLocation, operator: int = 0,
+               version: int | None = None, partitions: list[int] | None = None,
+               store: str = DEFAULT_STORE,
+               progress: Callable[[str], None] | None = None) -> pa.Table:
+    """The state of one operator's store at ``version`` (default: the newest every partition
+    has), as a table of ``key``, ``value`` and ``partition_id``."""
+    loc = location if isinstance(location, CheckpointLocation) else CheckpointLocation(location)
+    stores = [s for s in loc.stores(operator) if s.name == store and
+              (partitions is None or s.partition in partitions)]
+    if not stores:
+        raise RockstateError(f"no rockstate store {store!r} of operator {operator} in "
+                             f"{loc.url} (operators: {loc.operators()})")
+    if version is None:
+        version = min(loc.versions(s)[-1] for s in stores if loc.versions(s))
+    _refuse_prefix_keys(loc, operator, store)
+    key_schema, value_schema = state_schema(loc, operator, store)
+    keys: list[bytes] = []
+    values: list[bytes] = []
+    partition_ids: list[int] = []
+    for s in stores:
+        if progress:
+            progress(f"{s}: version {version}")
+        entries = store_entries(loc, s, version)
+        keys.extend(entries.keys())
+        values.extend(entries.values())
+        partition_ids.extend([s.partition] * len(entries))
+    try:
+        key = decode_rows(keys, key_schema, ENCODING_VERSION_BYTES)
+        value = decode_rows(values, value_schema, ENCODING_VERSION_BYTES)
+    except ValueError as e:
+        raise RockstateError(f"operator {operator} store {store}: {e}") from None
+    return pa.table({"key": key, "value": value,
+                     "partition_id": pa.array(partition_ids, type=pa.int32())})
+
+
+def _python_values(arr: pa.Array) -> list:
+    if pa.types.is_struct(arr.type):
+        names, seen = [], {}
+        for f in arr.type:  # Spark's aggregation buffers may repeat a name: number repeats
+            seen[f.name] = seen.get(f.name, 0) + 1
+            names.append(f.name if seen[f.name] == 1 else f"{f.name}#{seen[f.name]}")
+        children = [_python_values(arr.field(i)) for i in range(arr.type.num_fields)]
+        nulls = arr.is_null().to_pylist()
+        return [None if nulls[j] else dict(zip(names, (c[j] for c in children), strict=True))
+                for j in range(len(arr))]
+    return arr.to_pylist()
+
+
+def table_rows(table: pa.Table) -> list[dict]:
+    """A state table's rows as Python dicts (``Table.to_pylist`` refuses a struct with a
+    repeated field name, which Spark's aggregation buffers can have: repeats get ``#2``)."""
+    columns = {name: _python_values(table.column(name).combine_chunks())
+               for name in table.column_names}
+    return [dict(zip(columns, values, strict=True))
+            for values in zip(*columns.values(), strict=True)]
+
+
+def export(location: str | CheckpointLocation, dest: str, format: str = "parquet",
+           version: int | None = None, progress: Callable[[str], None] | None = None,
+           **storage_options: Any) -> list[str]:
+    """Writes every operator's state (each store name its own dataset) under ``dest``, as
+    ``<dest>/operator=<op>/store=<name>/partition_id=<p>/...``; returns the dataset paths."""
+    import pyarrow.dataset as ds
+
+    if format != "parquet":
+        raise RockstateError(f"export writes parquet; {format!r} is not supported")
+    loc = location if isinstance(location, CheckpointLocation) else CheckpointLocation(location)
+    import fsspec
+
+    fs, root = fsspec.core.url_to_fs(dest, **storage_options)
+    written = []
+    names = sorted({(s.operator, s.name) for s in loc.stores()})
+    for operator, name in names:
+        table = read_state(loc, operator, version=version, store=name, progress=progress)
+        path = posixpath.join(root, f"operator={operator}", f"store={name}")
+        ds.write_dataset(table, path, format="parquet", filesystem=fs,
+                         partitioning=["partition_id"], partitioning_flavor="hive",
+                         existing_data_behavior="delete_matching")
+        written.append(path)
+    return written
