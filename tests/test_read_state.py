@@ -16,7 +16,7 @@ import pytest
 from pyspark.sql import functions as F
 
 import rockstate
-from streams import run_stream
+from streams import SPARK_ROCKSDB, run_stream
 
 SCHEMA = "key STRING, value INT, ts TIMESTAMP"
 
@@ -84,10 +84,16 @@ def checkpoints(sessions, tmp_path_factory) -> dict[str, Path]:
                          output_mode="update" if name == "agg" else "append")
         out[name] = run.checkpoint
     spark.sparkContext._jvm.io.rockstate.state.SnapshotUploader.awaitIdle(60000)
+    # The same aggregation on Spark's own RocksDB provider (a zip and shared SSTs a version).
+    out["spark-agg"] = run_stream(
+        spark, SPARK_ROCKSDB, _aggregate_with_struct_key, _batches(5), workdir=work,
+        name="spark-agg", schema=SCHEMA,
+        confs={"spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled":
+               "false"}).checkpoint
     return out
 
 
-@pytest.mark.parametrize("name", ["agg", "dedup"])
+@pytest.mark.parametrize("name", ["agg", "dedup", "spark-agg"])
 @pytest.mark.parametrize("version", [None, 3])
 def test_read_state_matches_spark_state_reader(spark, checkpoints, name: str, version):
     checkpoint = checkpoints[name]
