@@ -194,3 +194,72 @@ def test_session_window_state_is_refused_not_misread(spark, workdir: Path):
                      name="session", schema=SCHEMA, output_mode="append")
     with pytest.raises(rockstate.RockstateError, match="prefix columns"):
         rockstate.read_state(str(run.checkpoint))
+
+
+class _ListAndMapProcessor:
+    """A transformWithStateInPandas processor with a value, a list and a map state."""
+
+    def __new__(cls):
+        from pyspark.sql.streaming import StatefulProcessor
+
+        class Processor(StatefulProcessor):
+            def init(self, handle) -> None:
+                from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+                self.total = handle.getValueState("total",
+                                                  StructType([StructField("t", LongType())]))
+                self.items = handle.getListState("items",
+                                                 StructType([StructField("v", LongType())]))
+                self.counts = handle.getMapState(
+                    "counts", StructType([StructField("word", StringType())]),
+                    StructType([StructField("n", LongType())]))
+
+            def handleInputRows(self, key, rows, timerValues):
+                import pandas as pd
+
+                total = self.total.get()[0] if self.total.exists() else 0
+                for pdf in rows:
+                    for v, w in zip(pdf["value"], pdf["word"], strict=True):
+                        total += int(v)
+                        self.items.appendValue((int(v),))
+                        n = self.counts.getValue((w,))[0] if self.counts.containsKey((w,)) else 0
+                        self.counts.updateValue((w,), (n + 1,))
+                self.total.update((total,))
+                yield pd.DataFrame({"key": [key[0]], "total": [total]})
+
+            def close(self) -> None:
+                pass
+
+        return Processor()
+
+
+def test_transform_with_state_in_pandas_on_spark_rocksdb_reads_like_spark(spark, workdir: Path):
+    # Spark 4.3 runs transformWithState only on its own RocksDB provider: the reader must read
+    # that format, column families (one per state variable) included.
+    def build(s):
+        return (s.withColumn("word", F.concat(F.lit("w"), (F.col("value") % 3).cast("string")))
+                .groupBy("key")
+                .transformWithStateInPandas(_ListAndMapProcessor(),
+                                            outputStructType="key STRING, total LONG",
+                                            outputMode="Update", timeMode="None"))
+
+    run = run_stream(spark, SPARK_ROCKSDB, build, _batches(3), workdir=workdir, name="tws",
+                     schema=SCHEMA, confs={
+                         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled":
+                         "false"})
+    columns = {"total": ("key", "value"), "items": ("key", "list_element"),
+               "counts": ("key", "user_map_key", "user_map_value")}
+    for var, cols in columns.items():
+        df = (spark.read.format("statestore").option("stateVarName", var)
+              .load(str(run.checkpoint)))
+        expected = sorted(_normal(tuple(r[c] for c in (*cols, "partition_id")))
+                          for r in df.collect())
+        table = rockstate.read_state(str(run.checkpoint), state_var=var)
+        values = [_arrow_values(table.column(c).combine_chunks()) for c in (*cols, "partition_id")]
+        assert expected, f"Spark's reader found no {var} state"
+        assert sorted(_normal(row) for row in zip(*values, strict=True)) == expected, var
+    with pytest.raises(rockstate.RockstateError, match="state_var"):
+        rockstate.read_state(str(run.checkpoint))
+    written = rockstate.export(str(run.checkpoint), str(workdir / "tws-export"))
+    assert [p.rsplit("/", 1)[-1] for p in written] == \
+        ["column_family=counts", "column_family=items", "column_family=total"]

@@ -29,6 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     read.add_argument("--version", type=int, help="state version (default: the newest)")
     read.add_argument("--partitions", help="comma-separated partition ids (default: all)")
     read.add_argument("--limit", type=int, default=20, help="rows to print (0: all)")
+    read.add_argument("--state-var", help="a transformWithState operator's state variable")
     read.add_argument("--json", action="store_true", help="one JSON object per row")
     export = sub.add_parser("export", help="write every operator's state as parquet datasets")
     export.add_argument("location", help="the query's checkpointLocation (path or fsspec URL)")
@@ -110,14 +111,17 @@ def _state_command(args: argparse.Namespace) -> int:
         return 0
     partitions = [int(p) for p in args.partitions.split(",")] if args.partitions else None
     table = read_state(args.location, operator=args.operator, version=args.version,
-                       partitions=partitions, store=args.store, progress=progress)
+                       partitions=partitions, store=args.store, progress=progress,
+                       state_var=args.state_var)
     shown = table_rows(table if args.limit == 0 else table.slice(0, args.limit))
     for row in shown:
         if args.json:
             print(json.dumps(row, default=str))
         else:
+            rest = {k: v for k, v in row.items() if k not in ("key", "partition_id")}
+            shown_value = rest["value"] if list(rest) == ["value"] else rest
             print(f"partition {row['partition_id']}: {json.dumps(row['key'], default=str)} -> "
-                  f"{json.dumps(row['value'], default=str)}")
+                  f"{json.dumps(shown_value, default=str)}")
     print(f"{table.num_rows} rows" + (f", {len(shown)} shown" if len(shown) < table.num_rows
                                        else ""), file=sys.stderr)
     return 0

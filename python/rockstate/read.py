@@ -169,10 +169,12 @@ def _spark_rocksdb_versions(loc: CheckpointLocation, path: str) -> list[int]:
     return sorted(int(n[:-4]) for n in names if n.endswith(".zip") and n[:-4].isdigit())
 
 
-def spark_rocksdb_entries(loc: CheckpointLocation, path: str, version: int) -> dict[bytes, bytes]:
+def spark_rocksdb_entries(loc: CheckpointLocation, path: str, version: int,
+                          family: str | None = None) -> dict[bytes, bytes]:
     """Every key and value of one partition Spark's RocksDB provider wrote, at ``version``:
     its ``<version>.zip`` (RocksDB's small files and a ``metadata`` file mapping local SST
-    names to the shared ``SSTs/`` copies) and those SSTs."""
+    names to the shared ``SSTs/`` copies) and those SSTs. With column families
+    (transformWithState), ``family`` picks one, its id prefix stripped from the keys."""
     import io
     import json
     import zipfile
@@ -201,9 +203,11 @@ def spark_rocksdb_entries(loc: CheckpointLocation, path: str, version: int) -> d
                 from None
         metadata_file.unlink()
         families = metadata.get("columnFamilyMapping") or {}
-        if any(name != "default" for name in families):
-            raise RockstateError(f"{zip_path} holds column families {sorted(families)}; reading "
-                                 "them is not supported yet.")
+        internal = metadata.get("columnFamilyTypeMap") or {}
+        variables = sorted(n for n in families if n != "default" and not internal.get(n))
+        if variables and family is None:
+            raise RockstateError(f"{zip_path} holds the state variables {variables}; read one "
+                                 "with state_var=<name> (--state-var).")
         for kind, sub, local_sub in (("sstFiles", "SSTs", ""), ("logFiles", "logs", "archive")):
             for f in metadata.get(kind) or []:
                 dfs = posixpath.join(path, sub, f.get("dfsSstFileName") or f["dfsLogFileName"])
@@ -220,17 +224,28 @@ def spark_rocksdb_entries(loc: CheckpointLocation, path: str, version: int) -> d
                 target.write_bytes(data)
         db = Rdict(tmp, access_type=AccessType.read_only())
         try:
-            return dict(db.items())
+            entries = dict(db.items())
         finally:
             db.close()
+    if family is None:
+        return entries
+    if family not in families:
+        return {}  # a state variable with nothing written yet
+    prefix = struct.pack("<H", int(families[family]))
+    return {k[2:]: v for k, v in entries.items() if k[:2] == prefix}
 
 
 def read_state(location: str | CheckpointLocation, operator: int = 0,
                version: int | None = None, partitions: list[int] | None = None,
                store: str = DEFAULT_STORE,
-               progress: Callable[[str], None] | None = None) -> pa.Table:
+               progress: Callable[[str], None] | None = None,
+               state_var: str | None = None) -> pa.Table:
     """The state of one operator's store at ``version`` (default: the newest every partition
-    has), as a table of ``key``, ``value`` and ``partition_id``."""
+    has), as a table of ``key``, ``value`` and ``partition_id``.
+
+    For a transformWithState operator (Spark's RocksDB provider), ``state_var`` names the
+    state variable; the columns are then those Spark's ``statestore`` source gives it
+    (``list_element`` for a list, ``user_map_key`` and ``user_map_value`` for a map)."""
     loc = location if isinstance(location, CheckpointLocation) else CheckpointLocation(location)
     # (partition, label, versions, reader of a version) for every selected store
     sources: list[tuple[int, str, list[int], Callable[[int], dict[bytes, bytes]]]] = [
@@ -241,7 +256,7 @@ def read_state(location: str | CheckpointLocation, operator: int = 0,
     if not sources:  # Spark's own RocksDB provider
         sources = [(p, f"operator {operator} partition {p} store {store} (Spark RocksDB)",
                     _spark_rocksdb_versions(loc, path),
-                    lambda v, path=path: spark_rocksdb_entries(loc, path, v))
+                    lambda v, path=path: spark_rocksdb_entries(loc, path, v, state_var))
                    for p, path in sorted(_spark_rocksdb_partitions(loc, operator, store).items())
                    if partitions is None or p in partitions]
     if not sources:
@@ -249,8 +264,24 @@ def read_state(location: str | CheckpointLocation, operator: int = 0,
                              f"{loc.url} (operators: {loc.operators()})")
     if version is None:
         version = min(versions[-1] for _, _, versions, _ in sources if versions)
-    _refuse_prefix_keys(loc, operator, store)
-    key_schema, value_schema = state_schema(loc, operator, store)
+    if state_var is not None:
+        from rockstate import tws
+
+        kinds = tws.state_variables(loc, operator)
+        if state_var not in kinds:
+            raise RockstateError(f"operator {operator} has no state variable {state_var!r} "
+                                 f"(it has {sorted(kinds)})")
+        family = tws.family_schemas(loc, operator, store)[state_var]
+    else:
+        if loc.fs.isdir(loc._path("state", str(operator), "_metadata", "v2")):
+            from rockstate import tws
+
+            names = sorted(tws.state_variables(loc, operator))
+            raise RockstateError(f"operator {operator} is a transformWithState operator with "
+                                 f"the state variables {names}; read one with "
+                                 "state_var=<name> (--state-var).")
+        _refuse_prefix_keys(loc, operator, store)
+        key_schema, value_schema = state_schema(loc, operator, store)
     keys: list[bytes] = []
     values: list[bytes] = []
     partition_ids: list[int] = []
@@ -261,6 +292,8 @@ def read_state(location: str | CheckpointLocation, operator: int = 0,
         keys.extend(entries.keys())
         values.extend(entries.values())
         partition_ids.extend([partition] * len(entries))
+    if state_var is not None:
+        return tws.decode_variable(kinds[state_var], family, keys, values, partition_ids)
     try:
         key = decode_rows(keys, key_schema, ENCODING_VERSION_BYTES)
         value = decode_rows(values, value_schema, ENCODING_VERSION_BYTES)
@@ -295,8 +328,10 @@ def table_rows(table: pa.Table) -> list[dict]:
 def export(location: str | CheckpointLocation, dest: str, format: str = "parquet",
            version: int | None = None, progress: Callable[[str], None] | None = None,
            **storage_options: Any) -> list[str]:
-    """Writes every operator's state (each store name its own dataset) under ``dest``, as
-    ``<dest>/operator=<op>/store=<name>/partition_id=<p>/...``; returns the dataset paths."""
+    """Writes every operator's state (each store name, and each state variable of a
+    transformWithState operator, its own dataset) under ``dest``, as
+    ``<dest>/operator=<op>/store=<name>[/column_family=<var>]/partition_id=<p>/...``;
+    returns the dataset paths."""
     import pyarrow.dataset as ds
 
     if format != "parquet":
@@ -310,10 +345,21 @@ def export(location: str | CheckpointLocation, dest: str, format: str = "parquet
                    {(op, DEFAULT_STORE) for op in loc.operators()
                     if _spark_rocksdb_partitions(loc, op, DEFAULT_STORE)})
     for operator, name in names:
-        table = read_state(loc, operator, version=version, store=name, progress=progress)
-        path = posixpath.join(root, f"operator={operator}", f"store={name}")
-        ds.write_dataset(table, path, format="parquet", filesystem=fs,
-                         partitioning=["partition_id"], partitioning_flavor="hive",
-                         existing_data_behavior="delete_matching")
-        written.append(path)
+        base = posixpath.join(root, f"operator={operator}", f"store={name}")
+        if loc.fs.isdir(loc._path("state", str(operator), "_metadata", "v2")):
+            from rockstate import tws
+
+            # transformWithState: one dataset per state variable (column family).
+            parts = [(read_state(loc, operator, version=version, store=name,
+                                 progress=progress, state_var=var),
+                      posixpath.join(base, f"column_family={var}"))
+                     for var in sorted(tws.state_variables(loc, operator))]
+        else:
+            parts = [(read_state(loc, operator, version=version, store=name,
+                                 progress=progress), base)]
+        for table, path in parts:
+            ds.write_dataset(table, path, format="parquet", filesystem=fs,
+                             partitioning=["partition_id"], partitioning_flavor="hive",
+                             existing_data_behavior="delete_matching")
+            written.append(path)
     return written
