@@ -90,10 +90,16 @@ def checkpoints(sessions, tmp_path_factory) -> dict[str, Path]:
         name="spark-agg", schema=SCHEMA,
         confs={"spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled":
                "false"}).checkpoint
+    # And in changelog checkpointing mode: versions are the newest zip plus changelogs.
+    out["spark-agg-changelog"] = run_stream(
+        spark, SPARK_ROCKSDB, _aggregate_with_struct_key, _batches(5), workdir=work,
+        name="spark-agg-changelog", schema=SCHEMA,
+        confs={"spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+               "spark.sql.streaming.stateStore.minDeltasForSnapshot": "2"}).checkpoint
     return out
 
 
-@pytest.mark.parametrize("name", ["agg", "dedup", "spark-agg"])
+@pytest.mark.parametrize("name", ["agg", "dedup", "spark-agg", "spark-agg-changelog"])
 @pytest.mark.parametrize("version", [None, 3])
 def test_read_state_matches_spark_state_reader(spark, checkpoints, name: str, version):
     checkpoint = checkpoints[name]
@@ -263,3 +269,15 @@ def test_transform_with_state_in_pandas_on_spark_rocksdb_reads_like_spark(spark,
     written = rockstate.export(str(run.checkpoint), str(workdir / "tws-export"))
     assert [p.rsplit("/", 1)[-1] for p in written] == \
         ["column_family=counts", "column_family=items", "column_family=total"]
+
+
+def test_a_truncated_spark_changelog_is_an_error(checkpoints, tmp_path: Path):
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(checkpoints["spark-agg-changelog"], copy)
+    changelog = copy / "state" / "0" / "0" / "5.changelog"
+    changelog.write_bytes(changelog.read_bytes()[:-12])
+    (changelog.parent / ".5.changelog.crc").unlink(missing_ok=True)
+    with pytest.raises(rockstate.CorruptCheckpointError, match=r"5\.changelog"):
+        rockstate.read_state(str(copy), version=5)

@@ -1,7 +1,7 @@
 """``read_state`` and ``export``: a checkpoint's state as Arrow, without Spark.
 
-Reads checkpoints of rockstate and, for stores without column families written with
-snapshots (not changelog checkpointing), of Spark's own RocksDBStateStoreProvider.
+Reads checkpoints of rockstate and of Spark's own RocksDBStateStoreProvider
+(``spark_rocksdb``).
 
 For each store (one per partition), the version's snapshot files are staged to a local
 temporary directory (only the files that version needs, each checked against its size and
@@ -23,6 +23,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from rockstate import spark_rocksdb
 from rockstate.errors import CorruptCheckpointError, RockstateError
 from rockstate.format import changelog_records
 from rockstate.location import DEFAULT_STORE, CheckpointLocation, StoreRef
@@ -149,92 +150,6 @@ def store_entries(loc: CheckpointLocation, store: StoreRef, version: int) -> dic
     return entries
 
 
-def _spark_rocksdb_partitions(loc: CheckpointLocation, operator: int,
-                              store: str) -> dict[int, str]:
-    """Partition directories written by Spark's own RocksDBStateStoreProvider (``<v>.zip``
-    files and a shared ``SSTs/`` directory), by partition id."""
-    out = {}
-    for part in loc._dirs(loc._path("state", str(operator))):
-        if not part.isdigit():
-            continue
-        path = loc._path("state", str(operator), part, *([] if store == DEFAULT_STORE
-                                                         else [store]))
-        if loc.fs.isdir(path) and any(p.endswith(".zip") for p in loc.fs.ls(path, detail=False)):
-            out[int(part)] = path
-    return out
-
-
-def _spark_rocksdb_versions(loc: CheckpointLocation, path: str) -> list[int]:
-    names = [posixpath.basename(p) for p in loc.fs.ls(path, detail=False)]
-    return sorted(int(n[:-4]) for n in names if n.endswith(".zip") and n[:-4].isdigit())
-
-
-def spark_rocksdb_entries(loc: CheckpointLocation, path: str, version: int,
-                          family: str | None = None) -> dict[bytes, bytes]:
-    """Every key and value of one partition Spark's RocksDB provider wrote, at ``version``:
-    its ``<version>.zip`` (RocksDB's small files and a ``metadata`` file mapping local SST
-    names to the shared ``SSTs/`` copies) and those SSTs. With column families
-    (transformWithState), ``family`` picks one, its id prefix stripped from the keys."""
-    import io
-    import json
-    import zipfile
-
-    from rocksdict import AccessType, Rdict
-
-    zip_path = posixpath.join(path, f"{version}.zip")
-    if not loc.fs.exists(zip_path):
-        changelog = posixpath.join(path, f"{version}.changelog")
-        why = (" It was written in changelog checkpointing mode; reading changelogs of Spark's "
-               "provider is not supported yet." if loc.fs.exists(changelog) else "")
-        raise RockstateError(f"{zip_path} does not exist: version {version} has no snapshot "
-                             f"there.{why}")
-    with tempfile.TemporaryDirectory(prefix="rockstate-read-spark-") as tmp:
-        try:
-            with zipfile.ZipFile(io.BytesIO(loc.fs.cat_file(zip_path))) as z:
-                z.extractall(tmp)
-        except zipfile.BadZipFile as e:
-            raise CorruptCheckpointError(f"{zip_path} is not a valid zip file ({e}).") from None
-        metadata_file = Path(tmp) / "metadata"
-        try:
-            text = metadata_file.read_text()
-            metadata = json.loads(text.split("\n", 1)[1] if text.startswith("v") else text)
-        except (OSError, IndexError, ValueError) as e:
-            raise CorruptCheckpointError(f"the metadata in {zip_path} is unreadable ({e}).") \
-                from None
-        metadata_file.unlink()
-        families = metadata.get("columnFamilyMapping") or {}
-        internal = metadata.get("columnFamilyTypeMap") or {}
-        variables = sorted(n for n in families if n != "default" and not internal.get(n))
-        if variables and family is None:
-            raise RockstateError(f"{zip_path} holds the state variables {variables}; read one "
-                                 "with state_var=<name> (--state-var).")
-        for kind, sub, local_sub in (("sstFiles", "SSTs", ""), ("logFiles", "logs", "archive")):
-            for f in metadata.get(kind) or []:
-                dfs = posixpath.join(path, sub, f.get("dfsSstFileName") or f["dfsLogFileName"])
-                try:
-                    data = loc.fs.cat_file(dfs)
-                except FileNotFoundError:
-                    raise CorruptCheckpointError(f"{dfs}, needed by version {version}, is "
-                                                 "missing.") from None
-                if len(data) != int(f["sizeBytes"]):
-                    raise CorruptCheckpointError(f"{dfs} has {len(data)} bytes, its version's "
-                                                 f"metadata says {f['sizeBytes']}.")
-                target = Path(tmp) / local_sub / f["localFileName"]
-                target.parent.mkdir(exist_ok=True)
-                target.write_bytes(data)
-        db = Rdict(tmp, access_type=AccessType.read_only())
-        try:
-            entries = dict(db.items())
-        finally:
-            db.close()
-    if family is None:
-        return entries
-    if family not in families:
-        return {}  # a state variable with nothing written yet
-    prefix = struct.pack("<H", int(families[family]))
-    return {k[2:]: v for k, v in entries.items() if k[:2] == prefix}
-
-
 def read_state(location: str | CheckpointLocation, operator: int = 0,
                version: int | None = None, partitions: list[int] | None = None,
                store: str = DEFAULT_STORE,
@@ -255,9 +170,9 @@ def read_state(location: str | CheckpointLocation, operator: int = 0,
         if s.name == store and (partitions is None or s.partition in partitions)]
     if not sources:  # Spark's own RocksDB provider
         sources = [(p, f"operator {operator} partition {p} store {store} (Spark RocksDB)",
-                    _spark_rocksdb_versions(loc, path),
-                    lambda v, path=path: spark_rocksdb_entries(loc, path, v, state_var))
-                   for p, path in sorted(_spark_rocksdb_partitions(loc, operator, store).items())
+                    spark_rocksdb.versions(loc, path),
+                    lambda v, path=path: spark_rocksdb.entries(loc, path, v, state_var))
+                   for p, path in sorted(spark_rocksdb.partitions(loc, operator, store).items())
                    if partitions is None or p in partitions]
     if not sources:
         raise RockstateError(f"no rockstate store {store!r} of operator {operator} in "
@@ -343,7 +258,7 @@ def export(location: str | CheckpointLocation, dest: str, format: str = "parquet
     written = []
     names = sorted({(s.operator, s.name) for s in loc.stores()} |
                    {(op, DEFAULT_STORE) for op in loc.operators()
-                    if _spark_rocksdb_partitions(loc, op, DEFAULT_STORE)})
+                    if spark_rocksdb.partitions(loc, op, DEFAULT_STORE)})
     for operator, name in names:
         base = posixpath.join(root, f"operator={operator}", f"store={name}")
         if loc.fs.isdir(loc._path("state", str(operator), "_metadata", "v2")):

@@ -1,0 +1,207 @@
+"""Checkpoints of Spark's own ``RocksDBStateStoreProvider``, read without Spark.
+
+Per partition (and store name) Spark writes, under ``state/<op>/<partition>[/<store>]/``:
+
+- ``<v>.zip``: a snapshot of version ``v``. It holds RocksDB's small files and a ``metadata``
+  file (a ``v1`` line, then JSON) that maps each local SST name to its shared copy in
+  ``SSTs/``, and each column family name to its id.
+- ``<v>.changelog``: in changelog checkpointing mode, version ``v``'s changes. The file is
+  compressed with ``spark.sql.streaming.stateStore.compression.codec`` (lz4 by default, in
+  lz4-java's block format, or zstd). Its records are big-endian length-prefixed keys and
+  values. Changelog format 1 has a value length of -1 for a delete and a key length of -1 at
+  the end. Format 2 prefixes each record with a type byte (0x01 put, 0x10 delete,
+  0x11 merge, 0x00 end) after a ``v2`` header.
+
+Version ``v`` is the newest snapshot at or below ``v``, plus the changelogs after it.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import posixpath
+import struct
+import tempfile
+import zipfile
+from pathlib import Path
+
+from rockstate.errors import CorruptCheckpointError, RockstateError
+from rockstate.location import DEFAULT_STORE, CheckpointLocation
+
+_LZ4_MAGIC = b"LZ4Block"
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+def partitions(loc: CheckpointLocation, operator: int, store: str) -> dict[int, str]:
+    """Partition directories Spark's provider wrote (with ``.zip`` or ``.changelog`` files)."""
+    out = {}
+    for part in loc._dirs(loc._path("state", str(operator))):
+        if not part.isdigit():
+            continue
+        path = loc._path("state", str(operator), part,
+                         *([] if store == DEFAULT_STORE else [store]))
+        if loc.fs.isdir(path) and any(p.endswith((".zip", ".changelog"))
+                                      for p in loc.fs.ls(path, detail=False)):
+            out[int(part)] = path
+    return out
+
+
+def _numbered(loc: CheckpointLocation, path: str, suffix: str) -> list[int]:
+    names = [posixpath.basename(p) for p in loc.fs.ls(path, detail=False)]
+    return sorted(int(n[:-len(suffix)]) for n in names
+                  if n.endswith(suffix) and n[:-len(suffix)].isdigit())
+
+
+def versions(loc: CheckpointLocation, path: str) -> list[int]:
+    return sorted(set(_numbered(loc, path, ".zip")) | set(_numbered(loc, path, ".changelog")))
+
+
+def _decompress(data: bytes, where: str) -> bytes:
+    import pyarrow as pa
+
+    if data.startswith(_ZSTD_MAGIC):
+        try:
+            return bytes(pa.CompressedInputStream(pa.BufferReader(data), "zstd").read())
+        except (pa.ArrowException, OSError) as e:
+            raise CorruptCheckpointError(f"{where} is damaged ({e}).") from None
+    if not data.startswith(_LZ4_MAGIC):
+        raise RockstateError(f"{where} is compressed with a codec this reader does not know "
+                             "(it reads lz4 and zstd, spark.sql.streaming.stateStore."
+                             "compression.codec)")
+    out, at, codec = [], 0, pa.Codec("lz4_raw")
+    try:
+        while True:  # lz4-java's LZ4BlockOutputStream blocks, then an empty end block
+            if data[at:at + 8] != _LZ4_MAGIC:
+                raise CorruptCheckpointError(
+                    f"{where} is damaged: no lz4 block at byte {at} (truncated?)")
+            token = data[at + 8]
+            compressed, original = struct.unpack_from("<ii", data, at + 9)
+            body = data[at + 21:at + 21 + compressed]
+            if len(body) != compressed:
+                raise CorruptCheckpointError(f"{where} is damaged: its last lz4 block is cut")
+            at += 21 + compressed
+            if original == 0:
+                return b"".join(out)
+            if token & 0xF0 == 0x10:  # stored raw
+                out.append(body)
+            else:
+                out.append(codec.decompress(body, decompressed_size=original).to_pybytes())
+    except (struct.error, pa.ArrowException, OSError) as e:
+        raise CorruptCheckpointError(f"{where} is damaged ({e}).") from None
+
+
+def _replay_changelog(entries: dict[bytes, bytes], data: bytes, where: str) -> None:
+    """Applies one decompressed changelog file to ``entries``."""
+    at = 0
+    (n,) = struct.unpack_from(">H", data, 0) if len(data) >= 2 else (0,)
+    typed = False
+    if len(data) >= 2 + n and data[2:3] == b"v" and data[3:2 + n].isdigit():
+        fmt = int(data[3:2 + n])
+        if fmt != 2:
+            raise RockstateError(f"{where} has changelog format {fmt}; this reader reads 1 and 2")
+        typed, at = True, 2 + n
+    try:
+        while True:
+            kind = 0x01
+            if typed:
+                kind = data[at]
+                at += 1
+                if kind == 0x00:
+                    return
+            (klen,) = struct.unpack_from(">i", data, at)
+            at += 4
+            if klen == -1 and not typed:
+                return
+            key = data[at:at + klen]
+            at += klen
+            (vlen,) = struct.unpack_from(">i", data, at)
+            at += 4
+            if vlen < 0:
+                entries.pop(key, None)
+                continue
+            value = data[at:at + vlen]
+            at += vlen
+            if kind == 0x11 and key in entries:  # merge: RocksDB's string append with ","
+                entries[key] = entries[key] + b"," + value
+            elif kind in (0x01, 0x11):
+                entries[key] = value
+            else:
+                raise CorruptCheckpointError(f"{where}: unknown record type {kind}")
+    except (IndexError, struct.error):
+        raise CorruptCheckpointError(f"{where} ends before its end record; it is damaged.") \
+            from None
+
+
+def _snapshot(loc: CheckpointLocation, path: str, version: int) -> tuple[dict, dict, dict]:
+    """(entries, column family ids, which families are internal) of ``<version>.zip``."""
+    from rocksdict import AccessType, Rdict
+
+    zip_path = posixpath.join(path, f"{version}.zip")
+    with tempfile.TemporaryDirectory(prefix="rockstate-read-spark-") as tmp:
+        try:
+            with zipfile.ZipFile(io.BytesIO(loc.fs.cat_file(zip_path))) as z:
+                z.extractall(tmp)
+        except zipfile.BadZipFile as e:
+            raise CorruptCheckpointError(f"{zip_path} is not a valid zip file ({e}).") from None
+        metadata_file = Path(tmp) / "metadata"
+        try:
+            text = metadata_file.read_text()
+            metadata = json.loads(text.split("\n", 1)[1] if text.startswith("v") else text)
+        except (OSError, IndexError, ValueError) as e:
+            raise CorruptCheckpointError(f"the metadata in {zip_path} is unreadable ({e}).") \
+                from None
+        metadata_file.unlink()
+        for kind, sub, local_sub in (("sstFiles", "SSTs", ""), ("logFiles", "logs", "archive")):
+            for f in metadata.get(kind) or []:
+                dfs = posixpath.join(path, sub, f.get("dfsSstFileName") or f["dfsLogFileName"])
+                try:
+                    data = loc.fs.cat_file(dfs)
+                except FileNotFoundError:
+                    raise CorruptCheckpointError(f"{dfs}, needed by version {version}, is "
+                                                 "missing.") from None
+                if len(data) != int(f["sizeBytes"]):
+                    raise CorruptCheckpointError(f"{dfs} has {len(data)} bytes, its version's "
+                                                 f"metadata says {f['sizeBytes']}.")
+                target = Path(tmp) / local_sub / f["localFileName"]
+                target.parent.mkdir(exist_ok=True)
+                target.write_bytes(data)
+        db = Rdict(tmp, access_type=AccessType.read_only())
+        try:
+            entries = dict(db.items())
+        finally:
+            db.close()
+    return (entries, metadata.get("columnFamilyMapping") or {},
+            metadata.get("columnFamilyTypeMap") or {})
+
+
+def entries(loc: CheckpointLocation, path: str, version: int,
+            family: str | None = None) -> dict[bytes, bytes]:
+    """Every key and value of one partition at ``version``: the newest snapshot at or below it
+    plus the changelogs after it. With column families (transformWithState), ``family``
+    picks one, its 2-byte little-endian id stripped from the keys."""
+    if version not in versions(loc, path):
+        raise RockstateError(f"version {version} of {path} is not in the checkpoint")
+    base = max((v for v in _numbered(loc, path, ".zip") if v <= version), default=0)
+    state, families, internal = _snapshot(loc, path, base) if base else ({}, {}, {})
+    for v in range(base + 1, version + 1):
+        where = posixpath.join(path, f"{v}.changelog")
+        try:
+            data = loc.fs.cat_file(where)
+        except FileNotFoundError:
+            raise CorruptCheckpointError(f"{where}, needed by version {version}, is missing; "
+                                         "the checkpoint is damaged.") from None
+        _replay_changelog(state, _decompress(data, where), where)
+    variables = sorted(n for n in families if n != "default" and not internal.get(n))
+    if family is None:
+        if variables:
+            raise RockstateError(f"{path} holds the state variables {variables}; read one "
+                                 "with state_var=<name> (--state-var).")
+        return state
+    if not families:
+        raise RockstateError(f"{path} has no snapshot at or below version {version}, so "
+                             "which column family has which id is unknown; read a version "
+                             "after the first snapshot.")
+    if family not in families:
+        return {}  # a state variable with nothing written yet
+    prefix = struct.pack("<H", int(families[family]))
+    return {k[2:]: v for k, v in state.items() if k[:2] == prefix}
