@@ -34,6 +34,14 @@ def _aggregate_with_struct_key(s):
                  F.max("ts").alias("latest"), F.avg("value").alias("mean")))
 
 
+def _deduplicate_with_array_and_binary_keys(s):
+    # The key row then holds an array of strings and a binary value: variable-length values
+    # inside an UnsafeArrayData and in the row's own variable-length region.
+    return (s.withColumn("tags", F.array(F.col("key"), F.lit("x"), F.lit(None).cast("string")))
+            .withColumn("raw", F.col("key").cast("binary"))
+            .dropDuplicates(["key", "value", "tags", "raw"]))
+
+
 def _normal(value):
     """Comparable Python values: structs as positional tuples (Spark's aggregation buffers
     may repeat a field name), instants as epoch microseconds."""
@@ -78,7 +86,7 @@ def checkpoints(sessions, tmp_path_factory) -> dict[str, Path]:
     work = tmp_path_factory.mktemp("read")
     out = {}
     for name, build in (("agg", _aggregate_with_struct_key),
-                        ("dedup", lambda s: s.dropDuplicates(["key", "value"]))):
+                        ("dedup", _deduplicate_with_array_and_binary_keys)):
         run = run_stream(spark, rockstate.PROVIDER_CLASS, build, _batches(5), workdir=work,
                          name=name, schema=SCHEMA,
                          output_mode="update" if name == "agg" else "append")
