@@ -14,7 +14,6 @@ recorded for the operator. The table has the columns Spark's ``statestore`` data
 from __future__ import annotations
 
 import posixpath
-import struct
 import tempfile
 import zlib
 from collections.abc import Callable
@@ -27,53 +26,11 @@ from rockstate import spark_rocksdb
 from rockstate.errors import CorruptCheckpointError, RockstateError
 from rockstate.format import changelog_records
 from rockstate.location import DEFAULT_STORE, CheckpointLocation, StoreRef
+from rockstate.state_schema import family_schemas, v2_schemas
 from rockstate.unsaferow import decode_rows
 
 # Spark's state encoders put one version byte before every key and value's UnsafeRow.
 ENCODING_VERSION_BYTES = 1
-
-
-def _read_utf(data: bytes, at: int) -> tuple[str, int]:
-    (n,) = struct.unpack_from(">H", data, at)
-    return data[at + 2:at + 2 + n].decode("utf-8"), at + 2 + n
-
-
-def state_schema(loc: CheckpointLocation, operator: int,
-                 store: str = DEFAULT_STORE) -> tuple[dict, dict]:
-    """(key schema, value schema) Spark recorded for an operator's store, as JSON objects.
-
-    Spark writes them to ``state/<op>/0/[<store>/]_metadata/schema`` (schema format v2: a
-    Java ``writeUTF`` version, then key and value schema JSON, each as a count of
-    ``writeUTF`` chunks).
-    """
-    import json
-
-    parts = ["state", str(operator), "0"] + ([] if store == DEFAULT_STORE else [store])
-    path = loc._path(*parts, "_metadata", "schema")
-    if not loc.fs.exists(path):
-        v3 = loc._path("state", str(operator), "_stateSchema")
-        hint = (" Spark wrote a v3 schema (_stateSchema/), which this reader does not read yet."
-                if loc.fs.exists(v3) else "")
-        raise RockstateError(f"no state schema for operator {operator} store {store} at "
-                             f"{path}.{hint}")
-    data = loc.fs.cat_file(path)
-    try:
-        version, at = _read_utf(data, 0)
-        if version != "v2":
-            raise RockstateError(f"state schema {path} has format {version!r}; this reader "
-                                 "reads v2")
-        schemas = []
-        for _ in range(2):
-            (chunks,) = struct.unpack_from(">i", data, at)
-            at += 4
-            text = []
-            for _ in range(chunks):
-                chunk, at = _read_utf(data, at)
-                text.append(chunk)
-            schemas.append(json.loads("".join(text)))
-    except (struct.error, ValueError, UnicodeDecodeError) as e:
-        raise CorruptCheckpointError(f"state schema {path} is damaged ({e}).") from None
-    return schemas[0], schemas[1]
 
 
 def _refuse_prefix_keys(loc: CheckpointLocation, operator: int, store: str) -> None:
@@ -186,7 +143,7 @@ def read_state(location: str | CheckpointLocation, operator: int = 0,
         if state_var not in kinds:
             raise RockstateError(f"operator {operator} has no state variable {state_var!r} "
                                  f"(it has {sorted(kinds)})")
-        family = tws.family_schemas(loc, operator, store)[state_var]
+        family = family_schemas(loc, operator, store)[state_var]
     else:
         if loc.fs.isdir(loc._path("state", str(operator), "_metadata", "v2")):
             from rockstate import tws
@@ -196,7 +153,7 @@ def read_state(location: str | CheckpointLocation, operator: int = 0,
                                  f"the state variables {names}; read one with "
                                  "state_var=<name> (--state-var).")
         _refuse_prefix_keys(loc, operator, store)
-        key_schema, value_schema = state_schema(loc, operator, store)
+        key_schema, value_schema = v2_schemas(loc, operator, store)
     keys: list[bytes] = []
     values: list[bytes] = []
     partition_ids: list[int] = []

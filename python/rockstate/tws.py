@@ -23,39 +23,15 @@ from __future__ import annotations
 import json
 import posixpath
 import struct
-from dataclasses import dataclass
 
 import pyarrow as pa
 
 from rockstate.errors import CorruptCheckpointError, RockstateError
 from rockstate.location import CheckpointLocation
+from rockstate.state_schema import FamilySchema
 from rockstate.unsaferow import decode_rows
 
 ROW = 1  # the version byte before every row
-
-
-@dataclass(frozen=True)
-class FamilySchema:
-    name: str
-    key: dict  # Spark StructType JSON
-    value: dict
-    key_encoder: dict  # {"keyStateEncoderType": ..., "numColsPrefixKey": ...}
-    user_key: dict | None
-
-
-def _utf(data: bytes, at: int) -> tuple[str, int]:
-    (n,) = struct.unpack_from(">H", data, at)
-    return data[at + 2:at + 2 + n].decode("utf-8"), at + 2 + n
-
-
-def _chunked(data: bytes, at: int) -> tuple[str, int]:
-    (chunks,) = struct.unpack_from(">i", data, at)
-    at += 4
-    parts = []
-    for _ in range(chunks):
-        part, at = _utf(data, at)
-        parts.append(part)
-    return "".join(parts), at
 
 
 def operator_metadata(loc: CheckpointLocation, operator: int) -> dict:
@@ -80,39 +56,6 @@ def state_variables(loc: CheckpointLocation, operator: int) -> dict[str, str]:
     """State variable name -> kind (ValueState, ListState, MapState)."""
     props = operator_metadata(loc, operator)["properties"]
     return {v["stateName"]: v["stateVariableType"] for v in props.get("stateVariables", [])}
-
-
-def family_schemas(loc: CheckpointLocation, operator: int,
-                   store: str = "default") -> dict[str, FamilySchema]:
-    """Every column family's schemas, from the newest schema file (format v3)."""
-    top = loc._path("state", str(operator), "_stateSchema", store)
-    files = sorted((p for p in (loc.fs.ls(top, detail=False) if loc.fs.isdir(top) else [])
-                    if not posixpath.basename(p).startswith(".")),
-                   key=lambda p: int(posixpath.basename(p).split("_")[0]))
-    if not files:
-        raise RockstateError(f"no state schema under {top}")
-    data = loc.fs.cat_file(files[-1])
-    out = {}
-    try:
-        version, at = _utf(data, 0)
-        if version != "v3":
-            raise RockstateError(f"state schema {files[-1]} has format {version!r}; expected v3")
-        (count,) = struct.unpack_from(">i", data, at)
-        at += 4
-        for _ in range(count):
-            name, at = _utf(data, at)
-            at += 2  # key schema id
-            key, at = _chunked(data, at)
-            at += 2  # value schema id
-            value, at = _chunked(data, at)
-            encoder, at = _chunked(data, at)
-            user_key, at = _chunked(data, at)
-            user = json.loads(user_key) if user_key.strip() not in ("", "{}", "{    }") else None
-            out[name] = FamilySchema(name, json.loads(key), json.loads(value),
-                                     json.loads(encoder), user)
-    except (struct.error, ValueError, UnicodeDecodeError) as e:
-        raise CorruptCheckpointError(f"state schema {files[-1]} is damaged ({e}).") from None
-    return out
 
 
 def _sub_schema(schema: dict, fields: slice) -> dict:

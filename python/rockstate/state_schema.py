@@ -1,0 +1,112 @@
+"""The state schemas Spark records in a checkpoint, read without Spark.
+
+- Format v2 (stateful operators other than transformWithState):
+  ``state/<op>/0/[<store>/]_metadata/schema``. A ``writeUTF`` version, then the key and value
+  schemas as JSON, each written as a count of ``writeUTF`` chunks.
+- Format v3 (transformWithState): ``state/<op>/_stateSchema/<store>/<batch>_<uuid>``. A
+  ``writeUTF`` version and a count of column families, then for each family:
+  - its name;
+  - the key and value schemas, each after a 2-byte schema id;
+  - the key encoder spec;
+  - the user key schema, or an empty object if there is none.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import struct
+from dataclasses import dataclass
+
+from rockstate.errors import CorruptCheckpointError, RockstateError
+from rockstate.location import DEFAULT_STORE, CheckpointLocation
+
+
+@dataclass(frozen=True)
+class FamilySchema:
+    name: str
+    key: dict  # Spark StructType JSON
+    value: dict
+    key_encoder: dict  # {"keyStateEncoderType": ..., "numColsPrefixKey": ...}
+    user_key: dict | None
+
+
+def _utf(data: bytes, at: int) -> tuple[str, int]:
+    """A Java ``writeUTF`` string (2-byte big-endian length, then the bytes)."""
+    (n,) = struct.unpack_from(">H", data, at)
+    return data[at + 2:at + 2 + n].decode("utf-8"), at + 2 + n
+
+
+def _chunked(data: bytes, at: int) -> tuple[str, int]:
+    """A long string Spark writes as an int count of ``writeUTF`` chunks."""
+    (chunks,) = struct.unpack_from(">i", data, at)
+    at += 4
+    parts = []
+    for _ in range(chunks):
+        part, at = _utf(data, at)
+        parts.append(part)
+    return "".join(parts), at
+
+
+def v2_schemas(loc: CheckpointLocation, operator: int,
+                 store: str = DEFAULT_STORE) -> tuple[dict, dict]:
+    """(key schema, value schema) Spark recorded for an operator's store, as JSON objects.
+
+    Spark writes them to ``state/<op>/0/[<store>/]_metadata/schema`` (schema format v2: a
+    Java ``writeUTF`` version, then key and value schema JSON, each as a count of
+    ``writeUTF`` chunks).
+    """
+    parts = ["state", str(operator), "0"] + ([] if store == DEFAULT_STORE else [store])
+    path = loc._path(*parts, "_metadata", "schema")
+    if not loc.fs.exists(path):
+        v3 = loc._path("state", str(operator), "_stateSchema")
+        hint = (" Spark wrote a v3 schema (_stateSchema/), which this reader does not read yet."
+                if loc.fs.exists(v3) else "")
+        raise RockstateError(f"no state schema for operator {operator} store {store} at "
+                             f"{path}.{hint}")
+    data = loc.fs.cat_file(path)
+    try:
+        version, at = _utf(data, 0)
+        if version != "v2":
+            raise RockstateError(f"state schema {path} has format {version!r}; this reader "
+                                 "reads v2")
+        schemas = []
+        for _ in range(2):
+            text, at = _chunked(data, at)
+            schemas.append(json.loads(text))
+    except (struct.error, ValueError, UnicodeDecodeError) as e:
+        raise CorruptCheckpointError(f"state schema {path} is damaged ({e}).") from None
+    return schemas[0], schemas[1]
+
+
+def family_schemas(loc: CheckpointLocation, operator: int,
+                   store: str = "default") -> dict[str, FamilySchema]:
+    """Every column family's schemas, from the newest schema file (format v3)."""
+    top = loc._path("state", str(operator), "_stateSchema", store)
+    files = sorted((p for p in (loc.fs.ls(top, detail=False) if loc.fs.isdir(top) else [])
+                    if not posixpath.basename(p).startswith(".")),
+                   key=lambda p: int(posixpath.basename(p).split("_")[0]))
+    if not files:
+        raise RockstateError(f"no state schema under {top}")
+    data = loc.fs.cat_file(files[-1])
+    out = {}
+    try:
+        version, at = _utf(data, 0)
+        if version != "v3":
+            raise RockstateError(f"state schema {files[-1]} has format {version!r}; expected v3")
+        (count,) = struct.unpack_from(">i", data, at)
+        at += 4
+        for _ in range(count):
+            name, at = _utf(data, at)
+            at += 2  # key schema id
+            key, at = _chunked(data, at)
+            at += 2  # value schema id
+            value, at = _chunked(data, at)
+            encoder, at = _chunked(data, at)
+            user_key, at = _chunked(data, at)
+            user = json.loads(user_key) if user_key.strip() not in ("", "{}", "{    }") else None
+            out[name] = FamilySchema(name, json.loads(key), json.loads(value),
+                                     json.loads(encoder), user)
+    except (struct.error, ValueError, UnicodeDecodeError) as e:
+        raise CorruptCheckpointError(f"state schema {files[-1]} is damaged ({e}).") from None
+    return out
