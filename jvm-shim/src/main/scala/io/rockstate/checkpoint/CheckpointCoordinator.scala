@@ -145,8 +145,6 @@ final class CheckpointCoordinator(
     }
   }
 
-  def runIds: Seq[String] = synchronized(runs.keys.toSeq)
-
   /** Why a run was failed, if it was. */
   def failureOf(runId: String): Option[String] = synchronized(runs.get(runId).flatMap(_.failure))
 

@@ -26,32 +26,30 @@ object CheckpointReporter extends Logging {
 
   def attach(ctx: PluginContext): Unit = context = ctx
   def detach(): Unit = context = null
-  def isAttached: Boolean = context != null
 
   /**
    * The listener for the snapshot a commit of `storeId` may start, bound to the running task's
    * query run; a no-op outside a streaming task or without the plugin.
    */
   def listenerFor(storeId: StateStoreId, storeDir: Path, conf: RockstateConf): SnapshotListener = {
-    val snapshotInterval = conf.snapshotInterval
     val ctx = context
     val task = TaskContext.get()
     if (ctx == null || task == null) return SnapshotListener.Silent
     val queryId = task.getLocalProperty(StreamExecution.QUERY_ID_KEY)
     val runId = Option(task.getLocalProperty(StreamExecution.RUN_ID_KEY))
-      .getOrElse(task.getLocalProperty("spark.jobGroup.id"))
+      .getOrElse(task.getLocalProperty(AckSource.JobGroupProperty))
     if (queryId == null || runId == null) return SnapshotListener.Silent
     val root = new Path(storeId.checkpointRootLocation).getParent
     val relativeDir = root.toUri.relativize(storeDir.toUri).getPath.stripSuffix("/")
     val settings = CoordinatorSettings(conf.checkpointsRetained, conf.checkpointTimeoutMs,
       conf.tolerableCheckpointFailures)
-    def source(version: Long) = AckSource(queryId, runId, root.toString, snapshotInterval, settings,
-      StoreKey(storeId.operatorId, storeId.storeName, storeId.partitionId), version,
-      ctx.executorID())
+    val store = StoreKey(storeId.operatorId, storeId.storeName, storeId.partitionId)
+    def source(version: Long) = AckSource(queryId, runId, root.toString, conf.snapshotInterval,
+      settings, store, version, ctx.executorID())
 
     new SnapshotListener {
       override def completed(m: SnapshotManifest, path: String): Unit = {
-        if (m.version % snapshotInterval == 0) {
+        if (conf.isCheckpointVersion(m.version)) {
           val figures = SnapshotFigures(m.stats.syncMs, m.stats.asyncMs, m.stats.bytesUploaded,
             m.stats.bytesReused, m.stats.filesUploaded, m.stats.filesReused,
             m.files.map(_.size).sum, m.numKeys)
@@ -62,7 +60,7 @@ object CheckpointReporter extends Logging {
       }
 
       override def declined(version: Long, reason: String, countsAsFailure: Boolean): Unit = {
-        if (version % snapshotInterval == 0) {
+        if (conf.isCheckpointVersion(version)) {
           send(ctx, SnapshotDecline(source(version), reason, countsAsFailure))
         }
       }

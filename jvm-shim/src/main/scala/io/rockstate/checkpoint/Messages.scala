@@ -9,6 +9,11 @@ import com.fasterxml.jackson.databind.annotation.JsonDeserialize
  * that outgrew the RPC frame).
  */
 
+object AckSource {
+  /** The task property holding a job's group: a streaming query's run id (private in Spark). */
+  val JobGroupProperty = "spark.jobGroup.id"
+}
+
 /** One store instance of a query: what a checkpoint expects an acknowledgement from. */
 final case class StoreKey(operatorId: Long, storeName: String, partitionId: Int) {
   override def toString: String = s"operator $operatorId store $storeName partition $partitionId"

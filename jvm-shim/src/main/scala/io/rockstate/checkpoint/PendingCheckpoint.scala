@@ -44,6 +44,5 @@ final class PendingCheckpoint(
   def acknowledged: Seq[SnapshotAck] = acks.values.toSeq
   def missing: Seq[StoreKey] = expected.diff(acks.keySet).toSeq
     .sortBy(k => (k.operatorId, k.storeName, k.partitionId))
-  def isDisposed: Boolean = disposed
   def dispose(): Unit = disposed = true
 }

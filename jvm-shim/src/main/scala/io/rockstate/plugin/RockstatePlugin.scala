@@ -33,7 +33,6 @@ class RockstatePlugin extends SparkPlugin {
 
 class RockstateDriverPlugin extends DriverPlugin with Logging {
   private val TimeoutTickMs = 250L
-  private val JobGroupProperty = "spark.jobGroup.id" // SparkContext.SPARK_JOB_GROUP_ID
   private var worker: ScheduledExecutorService = _
 
   override def init(sc: SparkContext, ctx: PluginContext): JMap[String, String] = {
@@ -47,7 +46,7 @@ class RockstateDriverPlugin extends DriverPlugin with Logging {
     // future jobs" drops the reason from the error, so the user would not learn why.)
     sc.addSparkListener(new SparkListener {
       override def onJobStart(event: SparkListenerJobStart): Unit = {
-        Option(event.properties).flatMap(p => Option(p.getProperty(JobGroupProperty)))
+        Option(event.properties).flatMap(p => Option(p.getProperty(AckSource.JobGroupProperty)))
           .flatMap(coordinator.failureOf(_)).foreach(message => sc.cancelJob(event.jobId, message))
       }
     })

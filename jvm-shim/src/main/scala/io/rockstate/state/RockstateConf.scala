@@ -34,6 +34,9 @@ final case class RockstateConf(
    * of 0 turns the protection off (tests only).
    */
   def outlivedGrace(ms: Long): Boolean = orphanFileGraceMs > 0 && ms > orphanFileGraceMs / 2
+
+  /** Versions every partition snapshots, so that each is one checkpoint of the query. */
+  def isCheckpointVersion(version: Long): Boolean = version % snapshotInterval == 0
 }
 
 object RockstateConf {

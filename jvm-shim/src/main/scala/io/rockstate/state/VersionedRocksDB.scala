@@ -307,7 +307,7 @@ final class VersionedRocksDB(
     dirty = false
     // Snapshots fall on the multiples of the interval in every partition, so that a version's
     // snapshots make one checkpoint; a lineage that missed some catches up at twice the length.
-    val due = forceSnapshot || version % conf.snapshotInterval == 0 ||
+    val due = forceSnapshot || conf.isCheckpointVersion(version) ||
       chain.size >= 2 * conf.snapshotInterval
     val syncMs = if (due) startSnapshot(version, listener) else 0L
     val (stats, done, failed) = completions.synchronized {
