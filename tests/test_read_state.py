@@ -289,3 +289,35 @@ def test_a_truncated_spark_changelog_is_an_error(checkpoints, tmp_path: Path):
     (changelog.parent / ".5.changelog.crc").unlink(missing_ok=True)
     with pytest.raises(rockstate.CorruptCheckpointError, match=r"5\.changelog"):
         rockstate.read_state(str(copy), version=5)
+
+
+def test_a_format_1_version_reads_its_listed_snapshot_not_empty_state(spark, checkpoints,
+                                                                      tmp_path: Path):
+    """A format 1 manifest lists its full snapshot's files itself (rockstate 0.1): it is read
+    from them, as the JVM and ``verify`` do, never as an empty store."""
+    import json
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(checkpoints["agg"], copy)
+    loc = rockstate.CheckpointLocation(str(copy))
+    converted = 0
+    for store in loc.stores():
+        # Version 4 is snapshotted (interval 2): its snapshot's files are the whole state.
+        snapshots = [p for p in (Path(store.path) / "snapshots").glob("4-*.json")]
+        if not snapshots:
+            continue
+        snap = json.loads(snapshots[0].read_text())
+        m = json.loads((Path(store.path) / "manifests" / "4.json").read_text())
+        legacy = {k: m[k] for k in ("version", "operatorId", "partitionId", "storeName",
+                                    "numKeys", "useColumnFamilies", "columnFamilies",
+                                    "createdAtMs", "writer")}
+        legacy.update(formatVersion=1, files=snap["files"], stats=snap["stats"])
+        (Path(store.path) / "manifests" / "4.json").write_text(json.dumps(legacy))
+        (Path(store.path) / "manifests" / ".4.json.crc").unlink(missing_ok=True)
+        converted += 1
+    assert converted, "no store snapshotted version 4; the case tests nothing"
+    assert rockstate.verify(str(copy)).ok
+    expected = _spark_rows(spark, checkpoints["agg"], 0, 3)
+    assert expected
+    assert _offline_rows(rockstate.read_state(str(copy), operator=0, version=4)) == expected

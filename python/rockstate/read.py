@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from rockstate import spark_rocksdb
 from rockstate.errors import CorruptCheckpointError, RockstateError
-from rockstate.format import changelog_records
+from rockstate.format import StateFile, changelog_records
 from rockstate.location import DEFAULT_STORE, CheckpointLocation, StoreRef
 from rockstate.state_schema import family_schemas, v2_schemas
 from rockstate.unsaferow import decode_rows
@@ -54,10 +54,10 @@ def _refuse_prefix_keys(loc: CheckpointLocation, operator: int, store: str) -> N
                 "is not supported yet.")
 
 
-def _stage_snapshot(loc: CheckpointLocation, store: StoreRef, relative: str, into: Path,
-                    version: int) -> None:
-    manifest = loc.snapshot_manifest(store, relative, f"version {version}")
-    for f in manifest.files:
+def _stage_files(loc: CheckpointLocation, store: StoreRef, files: tuple[StateFile, ...],
+                 into: Path, version: int) -> None:
+    """Copies a snapshot's files into ``into``, each checked against its size and CRC32."""
+    for f in files:
         data = loc.read(store, f.path, f"version {version}")
         if len(data) != f.size or zlib.crc32(data) != f.crc32:
             raise CorruptCheckpointError(
@@ -79,9 +79,13 @@ def store_entries(loc: CheckpointLocation, store: StoreRef, version: int) -> dic
         raise RockstateError(f"{store} uses column families; reading them is not supported "
                              "yet.")
     entries: dict[bytes, bytes] = {}
-    if m.snapshot is not None:
+    # Format 1 versions list their full snapshot's files themselves.
+    files = m.files if m.format_version == 1 else (
+        loc.snapshot_manifest(store, m.snapshot.path, f"version {version}").files
+        if m.snapshot is not None else None)
+    if files is not None:
         with tempfile.TemporaryDirectory(prefix="rockstate-read-") as tmp:
-            _stage_snapshot(loc, store, m.snapshot.path, Path(tmp), version)
+            _stage_files(loc, store, files, Path(tmp), version)
             db = Rdict(tmp, access_type=AccessType.read_only())
             try:
                 entries = dict(db.items())

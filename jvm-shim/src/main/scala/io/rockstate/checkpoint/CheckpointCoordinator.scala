@@ -75,6 +75,9 @@ final class CheckpointCoordinator(
 
   private val runs = mutable.LinkedHashMap.empty[String, Run] // by run id, oldest first
   private val runAtRoot = mutable.Map.empty[String, String] // checkpoint root -> run id
+  // Runs Spark announced (QueryStartedEvent), in the order it started them.
+  private val started = mutable.LinkedHashMap.empty[String, Long]
+  private var startSeq = 0L
   private val completions = mutable.Queue.empty[(Long, String, Long)] // (seq, run id, version)
   private var completionSeq = 0L
 
@@ -87,7 +90,7 @@ final class CheckpointCoordinator(
       case Left(result) => result
       case Right(p) =>
         val r = p.acknowledge(ack)
-        if (r == AckResult.Success && p.isFullyAcknowledged) complete(run, p)
+        if (r == AckResult.Success && p.isFullyAcknowledged) tryComplete(run, p)
         r
     }
     if (result != AckResult.Success) {
@@ -110,19 +113,36 @@ final class CheckpointCoordinator(
     }
   }
 
-  /** Aborts every pending checkpoint older than the timeout. */
+  /**
+   * Completes fully acknowledged checkpoints whose batch Spark has committed meanwhile, and
+   * aborts every pending checkpoint older than the timeout.
+   */
   def checkTimeouts(): Unit = synchronized {
     val now = clock()
     runs.values.foreach { run =>
+      run.pending.values.filter(_.isFullyAcknowledged).toSeq.foreach(tryComplete(run, _))
       val timeoutMs = run.settings.timeoutMs
       run.pending.values.filter(p => now - p.triggeredAtMs > timeoutMs).toSeq.foreach {
         p =>
           val missing = p.missing
-          abort(run, p, s"expired after $timeoutMs ms with ${missing.size} of " +
-            s"${p.expected.size} stores not acknowledged (${missing.take(4).mkString("; ")}" +
-            s"${if (missing.size > 4) "; ..." else ""})", countsAsFailure = true)
+          val why = if (missing.isEmpty) {
+            s"every store acknowledged but Spark did not commit batch ${p.version - 1} (the " +
+              "batch failed or was stopped)"
+          } else {
+            s"${missing.size} of ${p.expected.size} stores not acknowledged " +
+              s"(${missing.take(4).mkString("; ")}${if (missing.size > 4) "; ..." else ""})"
+          }
+          abort(run, p, s"expired after $timeoutMs ms with $why", countsAsFailure = true)
       }
     }
+  }
+
+  /** Spark started query run `runId` (its QueryStartedEvent): it owns its location from now. */
+  def runStarted(runId: String): Unit = synchronized {
+    startSeq += 1
+    started(runId) = startSeq
+    while (started.size > MaxRuns * 4) started.remove(started.head._1)
+    runs.get(runId).foreach(claimRoot)
   }
 
   // ---- what executors and Python ask ----
@@ -157,13 +177,8 @@ final class CheckpointCoordinator(
 
   private def runFor(source: AckSource): Run = runs.getOrElse(source.runId, {
     val run = new Run(source)
-    // A new run at a location ends the previous run's checkpoints: they can no longer complete.
-    runAtRoot.get(source.checkpointRoot).flatMap(runs.get).foreach { old =>
-      old.pending.values.toSeq.foreach(abort(old, _, s"query restarted as run ${source.runId}",
-        countsAsFailure = false))
-    }
-    runAtRoot(source.checkpointRoot) = source.runId
     runs(source.runId) = run
+    claimRoot(run)
     while (runs.size > MaxRuns) {
       val (oldest, old) = runs.head
       runs.remove(oldest)
@@ -174,6 +189,34 @@ final class CheckpointCoordinator(
     seedCompleted(run)
     run
   })
+
+  /**
+   * Makes `run` the one whose decisions executors of its location follow, unless a run Spark
+   * started later holds it: a late acknowledgement of an old run (or of a run this driver
+   * never saw start) never displaces the live one. The displaced run's pending checkpoints
+   * can no longer complete.
+   */
+  private def claimRoot(run: Run): Unit = {
+    val root = run.source.checkpointRoot
+    val holder = runAtRoot.get(root).flatMap(runs.get).filterNot(_ eq run)
+    val takes = holder.forall { h =>
+      (started.get(run.source.runId), started.get(h.source.runId)) match {
+        case (Some(mine), Some(theirs)) => mine > theirs
+        case (Some(_), None) => true
+        case (None, _) => false
+      }
+    }
+    if (takes && !runAtRoot.get(root).contains(run.source.runId)) {
+      holder.foreach { old =>
+        old.pending.values.toSeq.foreach(abort(old, _, s"query restarted as run " +
+          run.source.runId, countsAsFailure = false))
+      }
+      runAtRoot(root) = run.source.runId
+    } else if (!takes) {
+      logWarning(s"rockstate: acknowledgements of run ${run.source.runId} at $root arrive " +
+        s"while run ${holder.get.source.runId} holds it; that run stays the one executors follow")
+    }
+  }
 
   /** Completed checkpoints of earlier runs at the same location stay retained. */
   private def seedCompleted(run: Run): Unit = try {
@@ -229,18 +272,20 @@ final class CheckpointCoordinator(
     run.expected
   }
 
-  private def complete(run: Run, p: PendingCheckpoint): Unit = {
-    val acks = p.acknowledged
-    // Never write a checkpoint that names a file gone since it was acknowledged.
-    val gone = try acks.iterator.map(a => s"${a.storeDir}/${a.snapshotManifest}")
-      .find(path => !run.files.exists(path)) catch {
-      case NonFatal(e) => Some(s"(cannot check: ${e.getMessage})")
+  /** Completes `p` if the checkpoint location bears it out (see CompletionCheck). */
+  private def tryComplete(run: Run, p: PendingCheckpoint): Unit =
+    CompletionCheck.of(run.files, p) match {
+      case CompletionCheck.BatchNotCommitted => // checked again at the next tick
+      case CompletionCheck.Stale(stale) =>
+        stale.foreach { case (k, acks) => p.forget(k, acks) }
+        logInfo(s"rockstate checkpoint ${p.version} of run ${run.source.runId}: " +
+          s"${stale.size} stores acknowledged snapshots of attempts whose version was " +
+          "replaced; waiting for their landed attempt's snapshot")
+      case CompletionCheck.Broken(reason) => abort(run, p, reason, countsAsFailure = true)
+      case CompletionCheck.Ready(acks) => complete(run, p, acks)
     }
-    if (gone.isDefined) {
-      abort(run, p, s"snapshot manifest ${gone.get} is missing at completion",
-        countsAsFailure = true)
-      return
-    }
+
+  private def complete(run: Run, p: PendingCheckpoint, acks: Seq[SnapshotAck]): Unit = {
     val metadata = CheckpointMetadata.build(p.version, run.source.queryId, run.source.runId,
       p.triggeredAtMs, clock(), acks)
     try run.files.write(metadata) catch {
@@ -248,6 +293,9 @@ final class CheckpointCoordinator(
         abort(run, p, s"writing ${run.files.metadataPath(p.version)} failed: ${e.getMessage}",
           countsAsFailure = true)
         return
+    }
+    try run.files.sweepTemporary(run.files.metadataTime(p.version), run.settings.timeoutMs) catch {
+      case NonFatal(e) => logDebug("rockstate: sweeping temporary metadata files failed", e)
     }
     p.dispose()
     run.pending.remove(p.version)

@@ -137,4 +137,35 @@ final class CheckpointFiles(val checkpointRoot: String, hadoopConf: Configuratio
 
   /** Whether a file named relative to the checkpoint root exists. */
   def exists(relative: String): Boolean = fs.exists(new Path(new Path(checkpointRoot), relative))
+
+  /** A file's length, None when it does not exist. */
+  def length(relative: String): Option[Long] =
+    try Some(fs.getFileStatus(new Path(new Path(checkpointRoot), relative)).getLen) catch {
+      case _: java.io.FileNotFoundException => None
+    }
+
+  /** A small file's bytes, None when it does not exist. */
+  def readBytes(relative: String): Option[Array[Byte]] = {
+    val in = try fs.open(new Path(new Path(checkpointRoot), relative)) catch {
+      case _: java.io.FileNotFoundException => return None
+    }
+    try Some(in.readAllBytes()) finally in.close()
+  }
+
+  /** Whether Spark's commit log has micro-batch `batchId` (it is written once the batch ends). */
+  def batchCommitted(batchId: Long): Boolean = exists(s"commits/$batchId")
+
+  /**
+   * Deletes temporary files of metadata writes older than `olderThanMs` before `reference`
+   * (a storage time): debris of a driver that crashed mid-write.
+   */
+  def sweepTemporary(reference: Long, olderThanMs: Long): Int = {
+    val found = Option(fs.globStatus(new Path(dir, "*/._metadata.*.tmp"))).getOrElse(Array.empty)
+    val old = found.filter(_.getModificationTime < reference - olderThanMs)
+    old.foreach(s => fs.delete(s.getPath, false))
+    old.length
+  }
+
+  /** The storage's modification time of a completed checkpoint's metadata. */
+  def metadataTime(version: Long): Long = fs.getFileStatus(metadataPath(version)).getModificationTime
 }

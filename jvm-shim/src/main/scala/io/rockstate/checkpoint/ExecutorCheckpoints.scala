@@ -55,7 +55,7 @@ object CheckpointReporter extends Logging {
             m.files.map(_.size).sum, m.numKeys)
           CheckpointPins.pend(root.toString, m.version, System.currentTimeMillis())
           send(ctx, SnapshotAck(source(m.version), relativeDir, path, s"manifests/${m.version}.json",
-            figures, System.currentTimeMillis()))
+            m.stateId, figures, System.currentTimeMillis()))
         }
       }
 

@@ -47,6 +47,7 @@ final case class SnapshotAck(
     storeDir: String, // the store's directory, relative to the checkpoint root
     snapshotManifest: String, // relative to the store's directory
     versionManifest: String, // relative to the store's directory
+    stateId: String, // the commit attempt whose state the snapshot holds (its changelog)
     figures: SnapshotFigures,
     ackedAtMs: Long)
 

@@ -11,7 +11,8 @@ import scala.util.control.NonFatal
 import org.apache.spark.SparkContext
 import org.apache.spark.api.plugin.{DriverPlugin, ExecutorPlugin, PluginContext, SparkPlugin}
 import org.apache.spark.internal.Logging
-import org.apache.spark.scheduler.{SparkListener, SparkListenerJobStart}
+import org.apache.spark.scheduler.{SparkListener, SparkListenerEvent, SparkListenerJobStart}
+import org.apache.spark.sql.streaming.StreamingQueryListener.QueryStartedEvent
 
 import io.rockstate.checkpoint._
 import io.rockstate.state.{ExecutorMemory, RockstateConf}
@@ -49,6 +50,12 @@ class RockstateDriverPlugin extends DriverPlugin with Logging {
         Option(event.properties).flatMap(p => Option(p.getProperty(AckSource.JobGroupProperty)))
           .flatMap(coordinator.failureOf(_)).foreach(message => sc.cancelJob(event.jobId, message))
       }
+      // Streaming query events reach the context's listener bus too: which run Spark started
+      // last at a location decides whose checkpoint decisions its executors follow.
+      override def onOtherEvent(event: SparkListenerEvent): Unit = event match {
+        case e: QueryStartedEvent => coordinator.runStarted(e.runId.toString)
+        case _ =>
+      }
     })
     // One thread applies every acknowledgement in arrival order and runs the timeouts, so the
     // RPC thread never waits on the file a completion writes.
@@ -66,7 +73,7 @@ class RockstateDriverPlugin extends DriverPlugin with Logging {
 
   override def receive(message: AnyRef): AnyRef = message match {
     case r: ExecutorReady =>
-      RockstateDriverPlugin.executors.put(r.executorId, r)
+      RockstateDriverPlugin.record(r)
       null // a one-way message (PluginContext.send) takes no reply
     case a: SnapshotAck =>
       RockstateDriverPlugin.coordinator.foreach(c => worker.execute(() => guarded(c.acknowledge(a))))
@@ -101,10 +108,12 @@ object RockstateDriverPlugin {
   def readyExecutors: Seq[ExecutorReady] = executors.values().asScala.toSeq.sortBy(_.executorId)
 
   /** Same, as JSON for the Python side. */
-  def readyExecutorsJson: String = readyExecutors.map { r =>
-    s"""{"executorId":"${r.executorId}","host":"${r.host}",""" +
-      s""""blockCacheBytes":${r.blockCacheBytes},"writeBufferManagerBytes":${r.writeBufferManagerBytes}}"""
-  }.mkString("[", ",", "]")
+  def readyExecutorsJson: String = json(readyExecutors)
+
+  private[plugin] def record(ready: ExecutorReady): Unit = executors.put(ready.executorId, ready)
+
+  private def json(value: AnyRef): String =
+    io.rockstate.state.VersionManifest.mapper.writeValueAsString(value)
 
   /** The coordinator's view of a query run as JSON, "null" if it has heard nothing of it. */
   def checkpointsJson(runId: String): String = coordinator.flatMap(_.view(runId))
@@ -114,8 +123,8 @@ object RockstateDriverPlugin {
   def coordinatorRunning: Boolean = coordinator.isDefined
 
   /** Completions after sequence number `after`, as JSON [[seq, runId, version], ...]. */
-  def completedSinceJson(after: Long): String = coordinator.map(_.completedSince(after))
-    .getOrElse(Nil).map { case (seq, run, v) => s"""[$seq,"$run",$v]""" }.mkString("[", ",", "]")
+  def completedSinceJson(after: Long): String = json(coordinator.map(_.completedSince(after))
+    .getOrElse(Nil).map { case (seq, run, v) => Seq(seq, run, v) })
 }
 
 class RockstateExecutorPlugin extends ExecutorPlugin with Logging {

@@ -1,11 +1,14 @@
 package io.rockstate.state
 
-import java.io.File
+import java.io.{File, FileInputStream}
 import java.nio.charset.StandardCharsets
 import java.nio.file.{FileAlreadyExistsException, Files, StandardCopyOption}
 import java.security.MessageDigest
 import java.util.UUID
+import java.util.concurrent.ConcurrentHashMap
+import java.util.zip.CRC32
 
+import scala.util.Using
 import scala.util.control.NonFatal
 
 import org.apache.commons.io.FileUtils
@@ -19,9 +22,10 @@ import org.apache.spark.SparkFiles
  * holds every immutable checkpoint file (SST, snapshot meta file, changelog) this executor
  * uploaded or downloaded, under its checkpoint path, so a load downloads only what it lacks.
  * Work directories (a live DB, a local checkpoint, a changelog being written) are private to
- * one instance and carry a unique suffix.
+ * one instance and carry a unique suffix. The directory is counted per instance: it is
+ * deleted (local recovery off) or becomes evictable (on) only when the last one releases it.
  */
-final class LocalStoreFiles private (val dir: File) {
+final class LocalStoreFiles private (val dir: File, base: File, maxCacheBytes: Long) {
   private val cacheDir = new File(dir, "cache")
   Files.createDirectories(cacheDir.toPath)
 
@@ -30,12 +34,13 @@ final class LocalStoreFiles private (val dir: File) {
   /** A fresh private directory or file name under the store's local directory. */
   def newWorkPath(prefix: String): File = new File(dir, s"$prefix-${UUID.randomUUID()}")
 
-  /** Puts a local file into the cache under its checkpoint path; hard link, no copy. */
-  def adopt(local: File, path: String): Unit = {
+  /** Puts a local file just uploaded with `crc32` into the cache; hard link, no copy. */
+  def adopt(local: File, path: String, crc32: Long): Unit = {
     val target = cached(path)
     try Files.createLink(target.toPath, local.toPath) catch {
       case _: FileAlreadyExistsException => // the same immutable file, cached already
     }
+    LocalStoreFiles.markVerified(target, crc32)
   }
 
   /**
@@ -45,14 +50,16 @@ final class LocalStoreFiles private (val dir: File) {
   def fetch(remote: StoreCheckpointDir, path: String, size: Long, crc32: Long,
       neededBy: String): (File, Long) = {
     val target = cached(path)
-    if (target.isFile && target.length == size) (target, 0L)
-    else {
+    if (target.isFile && target.length == size && LocalStoreFiles.intact(target, crc32)) {
+      (target, 0L)
+    } else {
       val part = newWorkPath("download")
       try {
         remote.download(path, size, crc32, neededBy, part)
         Files.move(part.toPath, target.toPath, StandardCopyOption.REPLACE_EXISTING,
           StandardCopyOption.ATOMIC_MOVE)
       } finally part.delete()
+      LocalStoreFiles.markVerified(target, crc32)
       (target, size)
     }
   }
@@ -65,7 +72,17 @@ final class LocalStoreFiles private (val dir: File) {
     }
   }
 
-  def deleteAll(): Unit = FileUtils.deleteQuietly(dir)
+  /**
+   * This instance is done with the files. The last instance of the store deletes them when
+   * local recovery is off; with it on they stay, and closed stores beyond `localCacheMaxMB`
+   * are evicted, least recently released first.
+   */
+  def release(localRecovery: Boolean): Unit = LocalStoreFiles.synchronized {
+    if (LocalStoreFiles.leave(dir) == 0) {
+      if (!localRecovery) FileUtils.deleteQuietly(dir)
+      else LocalStoreFiles.evictClosed(base, maxCacheBytes)
+    }
+  }
 }
 
 object LocalStoreFiles {
@@ -73,13 +90,69 @@ object LocalStoreFiles {
    * The local files of the store at `storePath` (its checkpoint directory's URI), under
    * `localDir`, or Spark's per-application directory when it is empty.
    */
-  def forStore(storePath: String, label: String, localDir: String): LocalStoreFiles = {
+  def forStore(storePath: String, label: String, localDir: String,
+      maxCacheMB: Long = Long.MaxValue / (1 << 20)): LocalStoreFiles = synchronized {
     val digest = MessageDigest.getInstance("SHA-256")
       .digest(storePath.getBytes(StandardCharsets.UTF_8)).take(8).map("%02x".format(_)).mkString
     val base = if (localDir.nonEmpty) new File(localDir) else defaultRoot
     val dir = new File(new File(base, "stores"), s"$label-$digest")
     Files.createDirectories(dir.toPath)
-    new LocalStoreFiles(dir)
+    users.merge(dir.getAbsoluteFile, 1, (a: Integer, b: Integer) => Integer.valueOf(a + b))
+    new LocalStoreFiles(dir, base, maxCacheMB * 1024 * 1024)
+  }
+
+  // Open instances per store directory, in this JVM.
+  private val users = new ConcurrentHashMap[File, Integer]()
+  // Cached files whose CRC32 this JVM checked, with the size and mtime it checked them at.
+  private val verified = new ConcurrentHashMap[String, (Long, Long, Long)]()
+
+  /** One instance fewer; returns how many are left. Under the object's lock. */
+  private def leave(dir: File): Int = {
+    val left = Option(users.computeIfPresent(dir.getAbsoluteFile, (_, n) =>
+      if (n <= 1) null else Integer.valueOf(n - 1))).map(_.intValue).getOrElse(0)
+    // The released directory's mtime orders eviction (least recently released first).
+    if (left == 0) dir.setLastModified(System.currentTimeMillis())
+    left
+  }
+
+  /** Deletes closed store directories under `base`, oldest first, until within `maxBytes`. */
+  private def evictClosed(base: File, maxBytes: Long): Unit = {
+    val dirs = Option(new File(base, "stores").listFiles()).getOrElse(Array.empty[File])
+      .filter(_.isDirectory).toSeq
+    val sizes = dirs.map(d => d -> FileUtils.sizeOfDirectory(d)).toMap
+    var total = sizes.values.sum
+    dirs.filterNot(d => users.containsKey(d.getAbsoluteFile)).sortBy(_.lastModified).foreach { d =>
+      if (total > maxBytes) {
+        FileUtils.deleteQuietly(d)
+        total -= sizes(d)
+      }
+    }
+  }
+
+  private def markVerified(file: File, crc32: Long): Unit =
+    verified.put(file.getAbsolutePath, (file.length, file.lastModified, crc32))
+
+  /**
+   * Whether a cached file has the expected CRC32: checked once per file and JVM (the cache
+   * holds immutable checkpoint files), again if its size or mtime changed.
+   */
+  private def intact(file: File, crc32: Long): Boolean = {
+    val seen = verified.get(file.getAbsolutePath)
+    if (seen != null && seen == ((file.length, file.lastModified, crc32))) true
+    else {
+      val crc = new CRC32()
+      val buf = new Array[Byte](1 << 16)
+      Using.resource(new FileInputStream(file)) { in =>
+        var n = in.read(buf)
+        while (n >= 0) {
+          crc.update(buf, 0, n)
+          n = in.read(buf)
+        }
+      }
+      val ok = crc.getValue == crc32
+      if (ok) markVerified(file, crc32) else file.delete()
+      ok
+    }
   }
 
   /** Executor-local scratch space: Spark's per-application files dir, else java.io.tmpdir. */

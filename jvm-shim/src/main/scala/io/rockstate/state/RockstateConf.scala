@@ -25,6 +25,9 @@ final case class RockstateConf(
     checkpointsRetained: Int,
     checkpointTimeoutMs: Long,
     tolerableCheckpointFailures: Int,
+    snapshotUploadTimeoutMs: Long,
+    lockAcquireTimeoutMs: Long,
+    localCacheMaxMB: Long,
     testUploadDelayMs: Long,
     testCleanupDelayMs: Long) {
 
@@ -37,6 +40,12 @@ final case class RockstateConf(
 
   /** Versions every partition snapshots, so that each is one checkpoint of the query. */
   def isCheckpointVersion(version: Long): Boolean = version % snapshotInterval == 0
+
+  /**
+   * The longest changelog chain a version manifest may name: past it the commit snapshots
+   * synchronously, so a load never replays more than this however uploads fare.
+   */
+  def maxChangelogChain: Int = 3 * snapshotInterval
 }
 
 object RockstateConf {
@@ -58,6 +67,9 @@ object RockstateConf {
   val CheckpointsRetained = Prefix + "checkpointsRetained"
   val CheckpointTimeoutMs = Prefix + "checkpointTimeoutMs"
   val TolerableCheckpointFailures = Prefix + "tolerableCheckpointFailures"
+  val SnapshotUploadTimeoutMs = Prefix + "snapshotUploadTimeoutMs"
+  val LockAcquireTimeoutMs = Prefix + "lockAcquireTimeoutMs"
+  val LocalCacheMaxMB = Prefix + "localCacheMaxMB"
   // Testing only: a pause before each snapshot file upload, to kill or stop mid-upload.
   val TestUploadDelayMs = Prefix + "testing.snapshotUploadDelayMs"
   // Testing only: a pause in cleanup between deleting manifests and deleting their files.
@@ -79,6 +91,9 @@ object RockstateConf {
     CheckpointsRetained -> "3",
     CheckpointTimeoutMs -> "300000",
     TolerableCheckpointFailures -> "5",
+    SnapshotUploadTimeoutMs -> "300000",
+    LockAcquireTimeoutMs -> "60000",
+    LocalCacheMaxMB -> "8192",
     TestUploadDelayMs -> "0",
     TestCleanupDelayMs -> "0")
 
@@ -128,6 +143,11 @@ object RockstateConf {
         s"be at most half of $OrphanFileGraceMs ($graceMs), so that no snapshot a pending " +
         "checkpoint names is swept as an orphan. Lower the one or raise the other.")
     }
+    // An upload may not outlive what its manifest could still safely name (half the grace).
+    val uploadTimeoutMs = {
+      val set = long(SnapshotUploadTimeoutMs, 1)
+      if (graceMs > 0) math.max(1L, math.min(set, graceMs / 2)) else set
+    }
     RockstateConf(
       blockCacheSizeMB = long(BlockCacheSizeMB, 1),
       writeBufferSizeMB = long(WriteBufferSizeMB, 1),
@@ -145,6 +165,9 @@ object RockstateConf {
       checkpointsRetained = long(CheckpointsRetained, 1).toInt,
       checkpointTimeoutMs = timeoutMs,
       tolerableCheckpointFailures = long(TolerableCheckpointFailures, -1).toInt,
+      snapshotUploadTimeoutMs = uploadTimeoutMs,
+      lockAcquireTimeoutMs = long(LockAcquireTimeoutMs, 0),
+      localCacheMaxMB = long(LocalCacheMaxMB, 0),
       testUploadDelayMs = long(TestUploadDelayMs, 0),
       testCleanupDelayMs = long(TestCleanupDelayMs, 0))
   }

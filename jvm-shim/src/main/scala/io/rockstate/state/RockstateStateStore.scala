@@ -16,6 +16,7 @@ final class RockstateStateStore(
     provider: RockstateStateStoreProvider,
     override val version: Long,
     readOnly: Boolean,
+    lease: Long,
     forceSnapshot: Boolean = false) extends StateStore with Logging {
 
   private sealed trait Phase
@@ -27,7 +28,11 @@ final class RockstateStateStore(
   @volatile private var phase: Phase = Updating
   @volatile private var checkpointInfo: Option[StateStoreCheckpointInfo] = None
 
-  private def vdb = provider.db
+  // Every read and write checks that this store's task attempt still holds the instance.
+  private def vdb = {
+    provider.checkLease(lease, id)
+    provider.db
+  }
 
   override def id: StateStoreId = provider.stateStoreId
 
@@ -176,33 +181,36 @@ final class RockstateStateStore(
   override def commit(): Long = provider.storeLock.synchronized {
     checkWritable("commit")
     val newVersion = version + 1
+    val db = vdb
     try {
-      val manifest = vdb.commit(newVersion, forceSnapshot,
+      val manifest = db.commit(newVersion, forceSnapshot,
         CheckpointReporter.listenerFor(id, provider.storeDir, provider.conf))
       phase = Committed
       checkpointInfo = Some(StateStoreCheckpointInfo(id.partitionId, newVersion, None, None))
       StateStore.reportCommitToCoordinator(newVersion, id, provider.hadoopConf)
       logInfo(s"rockstate committed version $newVersion of $id: " +
-        s"${vdb.commitFigures.changelogRecords} changes, ${vdb.commitFigures.commitBytes} bytes " +
+        s"${db.commitFigures.changelogRecords} changes, ${db.commitFigures.commitBytes} bytes " +
         s"written; lineage ${manifest.snapshot.map(_.version).getOrElse(0L)} + " +
         s"${manifest.changelogs.size} changelogs")
       newVersion
     } catch {
       case e: Throwable =>
-        vdb.rollback()
+        db.rollback()
         phase = Aborted
         throw new IllegalStateException(
           s"rockstate: failed to commit version $newVersion of $id: ${e.getMessage}", e)
-    }
+    } finally provider.releaseLease(lease)
   }
 
   override def abort(): Unit = provider.storeLock.synchronized {
     if (phase == Committed) {
       throw new IllegalStateException(s"rockstate: cannot abort $id after it committed")
     }
-    if (phase == Updating && !readOnly) {
+    // A store whose lease ended has nothing to undo: the instance may be another attempt's.
+    if (phase == Updating && !readOnly && provider.holdsLease(lease)) {
       logInfo(s"rockstate aborting version ${version + 1} of $id")
-      vdb.rollback()
+      provider.db.rollback()
+      provider.releaseLease(lease)
     }
     phase = Aborted
   }
@@ -214,9 +222,12 @@ final class RockstateStateStore(
 
   override def hasCommitted: Boolean = phase == Committed
 
-  override def metrics: StateStoreMetrics =
-    StateStoreMetrics(vdb.numKeys, vdb.memoryBytes,
-      RockstateMetrics.values(vdb.commitFigures, vdb.loadStats, vdb.stateBytes))
+  // Figures, read after commit too (when the lease is released), as Spark's operators do.
+  override def metrics: StateStoreMetrics = {
+    val db = provider.db
+    StateStoreMetrics(db.numKeys, db.memoryBytes,
+      RockstateMetrics.values(db.commitFigures, db.loadStats, db.stateBytes))
+  }
 
   override def getStateStoreCheckpointInfo(): StateStoreCheckpointInfo =
     checkpointInfo.getOrElse(StateStoreCheckpointInfo(id.partitionId, version, None, None))

@@ -5,6 +5,7 @@ import scala.util.control.NonFatal
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
+import org.apache.spark.TaskContext
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
@@ -37,6 +38,10 @@ class RockstateStateStoreProvider extends StateStoreProvider with Logging {
   // from them with the ids of whichever version is loaded.
   private val declared = new java.util.concurrent.ConcurrentHashMap[String, ColumnFamilySpec]()
   private val lock = new Object
+  // Who holds the RocksDB instance (Spark's RocksDB provider does the same): a task attempt
+  // from its first getStore until it commits, aborts or completes. Under `lock`.
+  private var holder: Option[Long] = None
+  @volatile private var leaseId = 0L
 
   override def init(
       stateStoreId: StateStoreId,
@@ -65,7 +70,7 @@ class RockstateStateStoreProvider extends StateStoreProvider with Logging {
     // Found again by path, so a restarted query on this executor recovers locally.
     val local = LocalStoreFiles.forStore(dir.root.toUri.toString,
       s"op${stateStoreId.operatorId}-p${stateStoreId.partitionId}-${stateStoreId.storeName}",
-      conf.localDir)
+      conf.localDir, conf.localCacheMaxMB)
     versioned = new VersionedRocksDB(stateStoreId.operatorId, stateStoreId.partitionId,
       stateStoreId.storeName, dir, local, conf, useColumnFamilies)
   }
@@ -79,16 +84,22 @@ class RockstateStateStoreProvider extends StateStoreProvider with Logging {
       loadEmpty: Boolean): StateStore = lock.synchronized {
     rejectCheckpointIds(uniqueId)
     require(version >= 0, s"rockstate: version cannot be negative, got $version")
-    if (loadEmpty) versioned.loadEmpty(version) else versioned.load(version)
-    new RockstateStateStore(this, version, readOnly = false, forceSnapshotOnCommit)
+    val lease = acquire()
+    try if (loadEmpty) versioned.loadEmpty(version) else versioned.load(version) catch {
+      case e: Throwable => releaseLease(lease); throw e
+    }
+    new RockstateStateStore(this, version, readOnly = false, lease, forceSnapshotOnCommit)
   }
 
   // Spark's default would load the version twice per partition (read, then write store).
   override def getReadStore(version: Long, uniqueId: Option[String]): ReadStateStore =
     lock.synchronized {
       rejectCheckpointIds(uniqueId)
-      versioned.load(version)
-      new RockstateStateStore(this, version, readOnly = true)
+      val lease = acquire()
+      try versioned.load(version) catch {
+        case e: Throwable => releaseLease(lease); throw e
+      }
+      new RockstateStateStore(this, version, readOnly = true, lease)
     }
 
   override def upgradeReadStoreToWriteStore(
@@ -99,9 +110,62 @@ class RockstateStateStoreProvider extends StateStoreProvider with Logging {
     rejectCheckpointIds(uniqueId)
     require(readStore.version == version,
       s"rockstate: cannot upgrade a read store of version ${readStore.version} to $version")
+    val lease = acquire()
     versioned.load(version) // a no-op when the read store's version is still loaded
-    new RockstateStateStore(this, version, readOnly = false, forceSnapshotOnCommit)
+    new RockstateStateStore(this, version, readOnly = false, lease, forceSnapshotOnCommit)
   }
+
+  /**
+   * Takes the instance for the calling task attempt (re-entrant), waiting up to
+   * `lockAcquireTimeoutMs` for another attempt of this partition to finish with it; returns
+   * the lease id its stores carry. Released on commit or abort, and when the task completes.
+   */
+  private def acquire(): Long = {
+    val me = currentOwner
+    val deadline = System.currentTimeMillis() + setup.conf.lockAcquireTimeoutMs
+    while (holder.exists(_ != me)) {
+      val left = deadline - System.currentTimeMillis()
+      if (left <= 0) {
+        throw new IllegalStateException(s"rockstate: ${setup.id} is in use by task attempt " +
+          s"${holder.get} on this executor; task attempt $me waited " +
+          s"${setup.conf.lockAcquireTimeoutMs} ms for it (lockAcquireTimeoutMs). Two " +
+          "attempts of one partition never share a store: this attempt fails and Spark " +
+          "retries it.")
+      }
+      lock.wait(left)
+    }
+    if (holder.isEmpty) {
+      holder = Some(me)
+      leaseId += 1
+      val lease = leaseId
+      Option(TaskContext.get()).foreach(_.addTaskCompletionListener[Unit](_ => releaseLease(lease)))
+    }
+    leaseId
+  }
+
+  /** Ends lease `lease` if it is still the current one. */
+  private[state] def releaseLease(lease: Long): Unit = lock.synchronized {
+    if (holder.isDefined && leaseId == lease) {
+      holder = None
+      lock.notifyAll()
+    }
+  }
+
+  private[state] def holdsLease(lease: Long): Boolean = lock.synchronized {
+    holder.isDefined && leaseId == lease
+  }
+
+  /** Fails a store whose lease ended (its task finished, another attempt took the store). */
+  private[state] def checkLease(lease: Long, store: StateStoreId): Unit = {
+    if (leaseId != lease || holder.isEmpty) {
+      throw new IllegalStateException(s"rockstate: this store of $store is no longer valid: " +
+        "its task attempt released it (committed, aborted or completed) and the instance may " +
+        "serve another attempt now.")
+    }
+  }
+
+  private def currentOwner: Long =
+    Option(TaskContext.get()).map(_.taskAttemptId()).getOrElse(-1L - Thread.currentThread().getId)
 
   override def doMaintenance(): Unit = {
     doSnapshotMaintenance()
@@ -120,7 +184,7 @@ class RockstateStateStoreProvider extends StateStoreProvider with Logging {
         // Versions the query's checkpoints need: retained completed ones, pending ones.
         val root = new Path(s.id.checkpointRootLocation).getParent.toString
         val pinned = CheckpointPins.pinned(root, s.hadoopConf, now, 2 * s.conf.checkpointTimeoutMs)
-        val (stats, keep) = s.cleaner.synchronized(s.cleaner.clean(now, pinned))
+        val (stats, keep) = s.cleaner.synchronized(s.cleaner.clean(pinned))
         if (stats.versionsExpired + stats.filesDeleted + stats.orphansDeleted > 0) {
           logInfo(s"rockstate cleanup of ${s.id}: $stats")
         }

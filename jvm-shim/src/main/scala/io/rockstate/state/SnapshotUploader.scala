@@ -12,23 +12,36 @@ import org.apache.spark.internal.Logging
 /**
  * SST files a snapshot may reference instead of uploading, by local file name: the files of
  * the snapshot a DB instance was opened from and of the snapshots it produced whose manifests
- * are written (Flink's FLINK-25395 lesson: reuse only what is confirmed). Scoped to one DB
- * instance, because another instance reopened from an older snapshot reuses file numbers.
+ * are written (Flink's FLINK-25395 lesson: reuse only what is confirmed). Each remembers its
+ * owner, the newest confirmed snapshot manifest naming it: a file is only as safe as a
+ * manifest that keeps it alive. Scoped to one DB instance, because another instance reopened
+ * from an older snapshot reuses file numbers.
  */
-final class ConfirmedFiles(initial: Iterable[StateFile]) {
-  private val files = new ConcurrentHashMap[String, StateFile]()
-  initial.foreach(f => files.put(f.localName, f))
+final class ConfirmedFiles(initial: Iterable[StateFile], initialOwner: String) {
+  private val files = new ConcurrentHashMap[String, (StateFile, String)]()
+  initial.foreach(f => files.put(f.localName, (f, initialOwner)))
 
-  def reusable(localName: String, size: Long): Option[StateFile] =
-    Option(files.get(localName)).filter(_.size == size)
+  /** The confirmed file of that name and size, with its owner. */
+  def reusable(localName: String, size: Long): Option[(StateFile, String)] =
+    Option(files.get(localName)).filter(_._1.size == size)
 
-  def confirm(uploaded: Iterable[StateFile]): Unit = uploaded.foreach(f => files.put(f.localName, f))
+  /** The files of a snapshot whose manifest `owner` is written: it owns them from now on. */
+  def confirm(snapshot: Iterable[StateFile], owner: String): Unit =
+    snapshot.foreach(f => files.put(f.localName, (f, owner)))
+
+  /** Forgets every file owned by a manifest that is gone: they are uploaded again. */
+  def forgetOwner(owner: String): Unit = files.values().removeIf(_._2 == owner)
 }
 
 /**
  * The asynchronous part of a snapshot (Flink's AsyncSnapshotCallable): upload the SST files of
  * a local checkpoint that no confirmed snapshot has, RocksDB's small files, then the snapshot
- * manifest, last. The synchronous part (flush and hard-link checkpoint) happened on the task.
+ * manifest, last. The synchronous part (flush and hard-link checkpoint) happened on the task,
+ * at `takenAtNanos`; the orphan grace is counted from there, queueing included.
+ *
+ * After the manifest is written the job checks what it relied on: that the manifests owning
+ * the files it reused still exist, and that the whole upload stayed within half the orphan
+ * grace. If not, its manifest is withdrawn and the snapshot fails; nothing references it yet.
  */
 final case class SnapshotJob(
     manifest: SnapshotManifest, // files and stats are filled in by the upload
@@ -36,39 +49,46 @@ final case class SnapshotJob(
     remote: StoreCheckpointDir,
     local: LocalStoreFiles,
     confirmed: ConfirmedFiles,
-    conf: RockstateConf) {
+    conf: RockstateConf,
+    takenAtNanos: Long) {
 
   /** Runs the upload; returns the written manifest and its path. */
-  def run(): (SnapshotManifest, String) = {
-    val start = System.nanoTime()
+  def run(background: Boolean = true): (SnapshotManifest, String) = {
     val version = manifest.version
+    val files = Option(checkpoint.listFiles()).getOrElse(Array.empty[File]).toSeq.sortBy(_.getName)
+    // A checkpoint without RocksDB's CURRENT and MANIFEST cannot be opened: never publish it.
+    if (!files.exists(_.getName == "CURRENT") || !files.exists(_.getName.startsWith("MANIFEST-"))) {
+      throw new java.io.IOException(s"rockstate: the local checkpoint of version $version in " +
+        s"$checkpoint has no RocksDB CURRENT or MANIFEST file (found " +
+        s"${files.map(_.getName).take(8).mkString(", ")}); it is not uploaded.")
+    }
+    // Reuse only files whose owner manifest is still there; the others are uploaded again.
+    val candidates = files.flatMap(f =>
+      if (f.getName.endsWith(".sst")) confirmed.reusable(f.getName, f.length) else None)
+    val goneOwners = candidates.map(_._2).distinct.filterNot(remote.exists)
+    goneOwners.foreach(confirmed.forgetOwner)
+    val start = System.nanoTime()
     val metaDir = s"meta/$version-${UUID.randomUUID()}"
-    val entries = Option(checkpoint.listFiles()).getOrElse(Array.empty[File]).toSeq
-      .sortBy(_.getName).map { f =>
-        val name = f.getName
-        val isSst = name.endsWith(".sst")
-        confirmed.reusable(name, f.length).filter(_ => isSst) match {
-          case Some(shared) => (shared, false)
-          case None =>
-            if (conf.testUploadDelayMs > 0) Thread.sleep(conf.testUploadDelayMs)
-            val path =
-              if (isSst) s"sst/${name.stripSuffix(".sst")}-${UUID.randomUUID()}.sst"
-              else s"$metaDir/$name"
-            val (size, crc) = remote.upload(f, path)
-            (StateFile(name, path, size, crc, if (isSst) "sst" else "meta"), true)
-        }
+    val entries = files.map { f =>
+      val name = f.getName
+      val isSst = name.endsWith(".sst")
+      confirmed.reusable(name, f.length).filter(_ => isSst) match {
+        case Some((shared, owner)) => (shared, Some(owner))
+        case None =>
+          if (background && conf.testUploadDelayMs > 0) Thread.sleep(conf.testUploadDelayMs)
+          val path =
+            if (isSst) s"sst/${name.stripSuffix(".sst")}-${UUID.randomUUID()}.sst"
+            else s"$metaDir/$name"
+          val (size, crc) = remote.upload(f, path)
+          (StateFile(name, path, size, crc, if (isSst) "sst" else "meta"), None)
       }
-    val elapsedMs = (System.nanoTime() - start) / 1000000
+    }
     // An upload that outlived half the orphan grace period may have lost files to another
     // executor's orphan sweep; abandon it rather than write a manifest naming them.
-    if (conf.outlivedGrace(elapsedMs)) {
-      throw new java.io.IOException(s"rockstate: snapshot upload of version $version took " +
-        s"$elapsedMs ms, more than half of orphanFileGraceMs (${conf.orphanFileGraceMs}); " +
-        "abandoned, its files are left to the orphan sweep. Raise orphanFileGraceMs.")
-    }
-    val (uploaded, reused) = entries.partition(_._2)
+    if (conf.outlivedGrace(sinceMs(takenAtNanos))) throw outlived(version)
+    val (reused, uploaded) = entries.partition(_._2.isDefined)
     val stats = manifest.stats.copy(
-      asyncMs = elapsedMs,
+      asyncMs = sinceMs(start),
       bytesUploaded = uploaded.map(_._1.size).sum,
       bytesReused = reused.map(_._1.size).sum,
       filesUploaded = uploaded.size,
@@ -76,11 +96,30 @@ final case class SnapshotJob(
     val written = manifest.copy(files = entries.map(_._1), stats = stats,
       createdAtMs = System.currentTimeMillis())
     val path = remote.writeSnapshotManifest(written)
-    // Confirmed only now that the manifest is durable.
-    uploaded.foreach { case (e, _) => local.adopt(new File(checkpoint, e.localName), e.path) }
-    confirmed.confirm(uploaded.map(_._1).filter(_.kind == "sst"))
+    // Published; now check what it relied on (see the class comment).
+    val lostOwners = reused.flatMap(_._2).distinct.filterNot(remote.exists)
+    if (lostOwners.nonEmpty || conf.outlivedGrace(sinceMs(takenAtNanos))) {
+      remote.delete(path)
+      lostOwners.foreach(confirmed.forgetOwner)
+      if (lostOwners.nonEmpty) {
+        throw new java.io.IOException(s"rockstate: snapshot of version $version reused files " +
+          s"of ${lostOwners.mkString(", ")}, deleted by cleanup meanwhile; its manifest is " +
+          "withdrawn and the next snapshot uploads those files again.")
+      }
+      throw outlived(version)
+    }
+    uploaded.foreach { case (e, _) =>
+      local.adopt(new File(checkpoint, e.localName), e.path, e.crc32)
+    }
     (written, path)
   }
+
+  private def sinceMs(nanos: Long): Long = (System.nanoTime() - nanos) / 1000000
+
+  private def outlived(version: Long) = new java.io.IOException(s"rockstate: snapshot of " +
+    s"version $version took ${sinceMs(takenAtNanos)} ms from its local checkpoint (queueing " +
+    s"included), more than half of orphanFileGraceMs (${conf.orphanFileGraceMs}); abandoned, " +
+    "its files are left to the orphan sweep. Raise orphanFileGraceMs.")
 }
 
 /**
@@ -119,19 +158,27 @@ object SnapshotUploader extends Logging {
   }
 
   /**
-   * Runs `job` in the background; `done` gets the manifest and its path, or the failure. The
-   * job's local checkpoint is deleted either way.
+   * Runs `job` in the background; `onDone` gets the manifest and its path, or the failure. The
+   * job's local checkpoint is deleted either way. The returned future cancels it (a queued
+   * job never starts; a running one is interrupted).
    */
-  def submit(job: SnapshotJob)(done: Either[Throwable, (SnapshotManifest, String)] => Unit): Unit = {
+  def submit(job: SnapshotJob)(
+      onDone: Either[Throwable, (SnapshotManifest, String)] => Unit): java.util.concurrent.Future[_] = {
     pending.incrementAndGet()
-    executor(job.conf.snapshotUploadThreads).execute { () =>
-      try {
-        val result: Either[Throwable, (SnapshotManifest, String)] = try Right(job.run()) catch {
-          case e: Throwable => Left(e)
-        } finally FileUtils.deleteQuietly(job.checkpoint)
-        done(result)
-      } finally pending.decrementAndGet()
+    val task = new java.util.concurrent.FutureTask[Unit](() => {
+      val result: Either[Throwable, (SnapshotManifest, String)] = try Right(job.run()) catch {
+        case e: Throwable => Left(e)
+      } finally FileUtils.deleteQuietly(job.checkpoint)
+      onDone(result)
+    }) {
+      // Runs whether the job ran, failed or was cancelled before it started.
+      override def done(): Unit = {
+        if (isCancelled) FileUtils.deleteQuietly(job.checkpoint)
+        pending.decrementAndGet()
+      }
     }
+    executor(job.conf.snapshotUploadThreads).execute(task)
+    task
   }
 
   /** Waits until this JVM has no snapshot upload queued or running; false on timeout. */

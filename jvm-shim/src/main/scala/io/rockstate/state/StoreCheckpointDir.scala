@@ -154,13 +154,35 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
   }
 
   /** Committed versions, from the manifests present, in ascending order. */
-  def listVersions(): Seq[Long] = {
+  def listVersions(): Seq[Long] = listVersionStatuses().map(_._1)
+
+  /** Committed versions with their manifest's status (a rewritten manifest changes it). */
+  def listVersionStatuses(): Seq[(Long, FileStatus)] = {
     if (!fs.exists(manifestsDir)) return Seq.empty
-    fs.listStatus(manifestsDir).toSeq
-      .map(_.getPath.getName)
-      .filter(n => n.endsWith(".json") && n.stripSuffix(".json").forall(_.isDigit))
-      .map(_.stripSuffix(".json").toLong)
-      .sorted
+    fs.listStatus(manifestsDir).toSeq.flatMap { st =>
+      val name = st.getPath.getName
+      val digits = name.stripSuffix(".json")
+      if (name.endsWith(".json") && digits.nonEmpty && digits.forall(_.isDigit)) {
+        Some(digits.toLong -> st)
+      } else None
+    }.sortBy(_._1)
+  }
+
+  /** Whether a file named relative to the store directory exists. */
+  def exists(relative: String): Boolean = fs.exists(resolve(relative))
+
+  /**
+   * Temporary files of atomic writes (`.<name>.<uuid>.tmp`, CheckpointFileManager's naming)
+   * under manifests/ and snapshots/, with their modification times: a writer that crashed
+   * mid-write leaves one behind.
+   */
+  def listTempFiles(): Seq[(String, Long)] = Seq(manifestsDir, snapshotsDir).flatMap { d =>
+    if (!fs.exists(d)) Nil
+    else fs.listStatus(d).toSeq.collect {
+      case st if st.isFile && st.getPath.getName.startsWith(".") &&
+          st.getPath.getName.endsWith(".tmp") =>
+        (s"${d.getName}/${st.getPath.getName}", st.getModificationTime)
+    }
   }
 
   /** Every data file under sst/, meta/ and changelog/, with its modification time. */
@@ -181,7 +203,6 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
 
   def deleteManifest(version: Long): Unit = fs.delete(manifestPath(version), false)
 
-  /** Removes meta/<dir>/ folders that have become empty. */
   /**
    * Removes empty snapshot meta directories created before `beforeMs`: a younger one may be
    * the directory an upload under way just made for its first file.

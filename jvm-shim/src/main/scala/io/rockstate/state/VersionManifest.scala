@@ -71,6 +71,17 @@ final case class VersionManifest(
   def references: Seq[String] =
     if (isLegacy) files.map(_.path) else snapshot.map(_.path).toSeq ++ changelogs.map(_.path)
 
+  /**
+   * Whether the snapshot manifest at `snapshotPath`, taken after the commit `snapshotStateId`,
+   * holds this version's state: the snapshot of the attempt whose manifest landed, not of an
+   * attempt it replaced.
+   */
+  def isStateOf(snapshotPath: String, snapshotStateId: String): Boolean =
+    changelogs.lastOption match {
+      case Some(c) => c.version == version && c.path == snapshotStateId
+      case None => snapshot.exists(s => s.version == version && s.path == snapshotPath)
+    }
+
   /** The identity of the state this version holds: its own changelog's unique path. */
   def stateId: String = changelogs.lastOption.map(_.path).orElse(snapshot.map(_.path))
     .getOrElse(if (isLegacy) s"legacy:$version" else "empty")

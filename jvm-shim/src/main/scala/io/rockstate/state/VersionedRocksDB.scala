@@ -3,7 +3,8 @@ package io.rockstate.state
 import java.io.File
 import java.nio.file.Files
 import java.util.UUID
-import java.util.concurrent.atomic.{AtomicBoolean, AtomicReference}
+import java.util.concurrent.{Future => JFuture}
+import java.util.concurrent.atomic.AtomicReference
 
 import scala.util.control.NonFatal
 
@@ -66,12 +67,14 @@ final class VersionedRocksDB(
   private var chain: Vector[ChangelogRef] = Vector.empty
   private var keys: Long = 0L
   private var families: Map[String, Int] = DefaultFamilies
-  private var confirmedFiles = new ConfirmedFiles(Nil)
+  private var confirmedFiles = new ConfirmedFiles(Nil, "")
+  private var loadedAtNanos = System.nanoTime()
   private var changelog: Option[Changelog.Writer] = None
   private var lastLoad = LoadStats(0, 0, 0, 0)
   private var lastCommit = CommitFigures.Zero
 
-  private val snapshotInFlight = new AtomicBoolean(false)
+  // The snapshot upload under way, if any; an upload past its timeout is abandoned.
+  private val inFlight = new AtomicReference[InFlightUpload](null)
   // The newest snapshot this instance's uploads confirmed, with the state id it holds.
   private val newestSnapshot = new AtomicReference[Option[(SnapshotRef, String)]](None)
   private val completions = new Object
@@ -150,6 +153,7 @@ final class VersionedRocksDB(
 
   /** Makes `version` the loaded version. */
   def load(version: Long): Unit = {
+    loadedAtNanos = System.nanoTime()
     if (db.isDefined && loaded == version && !dirty) return
     val start = System.nanoTime()
     val manifest = if (version == 0) None else Some(readVersion(version))
@@ -196,7 +200,8 @@ final class VersionedRocksDB(
       if (f.kind == "sst") Files.createLink(target.toPath, cached.toPath)
       else Files.copy(cached.toPath, target.toPath)
     })
-    confirmedFiles = new ConfirmedFiles(snapshot.toSeq.flatMap(_.files.filter(_.kind == "sst")))
+    confirmedFiles = new ConfirmedFiles(snapshot.toSeq.flatMap(_.files.filter(_.kind == "sst")),
+      manifest.flatMap(_.snapshot).map(_.path).getOrElse(""))
     db = Some(new LocalRocksDB(workDir, conf))
     manifest match {
       case Some(m) =>
@@ -257,6 +262,7 @@ final class VersionedRocksDB(
 
   /** Starts from empty state labelled `version` (Spark's loadEmpty, used by state rewrites). */
   def loadEmpty(version: Long): Unit = {
+    loadedAtNanos = System.nanoTime()
     openFresh(None, new Fetched(s"version $version"))
     loaded = version
     dirty = true
@@ -269,64 +275,172 @@ final class VersionedRocksDB(
    * version exists only once it is written), and when a snapshot is due takes its local
    * checkpoint and queues the upload. A crash before the manifest leaves the previous version
    * intact and the changelog an orphan for cleanup.
+   *
+   * The manifest is published only within half the orphan grace of the changelog's upload,
+   * measured after the write on the monotonic clock, so a pause anywhere in between is seen:
+   * the changelog is then uploaded again under a fresh name and the manifest rewritten. A
+   * commit that began more than half the grace after its load (a paused task, a zombie) first
+   * checks that no later version exists and that its lineage is still all there.
    */
   def commit(version: Long, forceSnapshot: Boolean,
       listener: SnapshotListener = SnapshotListener.Silent): VersionManifest = {
     val start = System.nanoTime()
+    abandonHungUpload()
     val log = changelogWriter()
     changelog = None
     log.finish()
-    val path = s"changelog/$version-${UUID.randomUUID()}.log"
-    val (size, crc) = try {
-      val sizeAndCrc = checkpointDir.upload(log.file, path)
-      local.adopt(log.file, path)
-      sizeAndCrc
+    val late = conf.outlivedGrace(sinceMs(loadedAtNanos))
+    val (manifest, manifestBytes, syncMs) = try {
+      var ref = uploadChangelog(log.file, version, log.records)
+      chain :+= ref
+      rebase(version)
+      if (conf.outlivedGrace(sinceMs(start))) {
+        throw new java.io.IOException(s"rockstate: uploading the changelog of version $version " +
+          s"took ${sinceMs(start)} ms, more than half of orphanFileGraceMs " +
+          s"(${conf.orphanFileGraceMs}); the batch is retried. Raise orphanFileGraceMs for a " +
+          "checkpoint location this slow.")
+      }
+      // No confirmed snapshot for too long (uploads failing or hung): the chain stops here.
+      val syncMs = if (chain.size > conf.maxChangelogChain) snapshotOnCommitPath(version, listener)
+        else 0L
+      if (late) {
+        checkNotStale(version)
+        checkLineage(version)
+      }
+      var published = manifestOf(version, ref, sinceMs(start))
+      var bytes = checkpointDir.writeManifest(published)
+      var publishedFrom = start
+      var republished = 0
+      while (chain.lastOption.contains(ref) && conf.outlivedGrace(sinceMs(publishedFrom))) {
+        republished += 1
+        if (republished > MaxRepublish) {
+          throw new java.io.IOException(s"rockstate: version $version of $storeId could not " +
+            s"be published within half of orphanFileGraceMs (${conf.orphanFileGraceMs}) of " +
+            s"its changelog's upload in $MaxRepublish tries; the batch is retried.")
+        }
+        logWarning(s"rockstate: publishing version $version of $storeId took " +
+          s"${sinceMs(publishedFrom)} ms, more than half of orphanFileGraceMs: its changelog " +
+          "may have been swept meanwhile; uploading it again under a new name")
+        publishedFrom = System.nanoTime()
+        ref = uploadChangelog(local.cached(ref.path), version, ref.records)
+        chain = chain.init :+ ref
+        checkLineage(version)
+        published = manifestOf(version, ref, sinceMs(start))
+        bytes = checkpointDir.writeManifest(published)
+      }
+      // Repaired first (the version it overwrote must stay loadable), then told if stale.
+      if (republished > 0) checkNotStale(version)
+      (published, bytes, syncMs)
     } finally log.file.delete()
-    chain :+= ChangelogRef(version, path, size, crc, log.records)
-    rebase()
-    val commitMs = (System.nanoTime() - start) / 1000000
-    if (conf.outlivedGrace(commitMs)) {
-      throw new java.io.IOException(s"rockstate: uploading the changelog of version $version " +
-        s"took $commitMs ms, more than half of orphanFileGraceMs (${conf.orphanFileGraceMs}); " +
-        "the batch is retried. Raise orphanFileGraceMs for a checkpoint location this slow.")
-    }
-    val manifest = VersionManifest(
-      formatVersion = VersionManifest.FormatVersion,
-      version = version,
-      operatorId = operatorId, partitionId = partitionId, storeName = storeName,
-      numKeys = keys,
-      useColumnFamilies = useColumnFamilies,
-      columnFamilies = familyEntries,
-      snapshot = base,
-      changelogs = chain,
-      commit = Some(CommitStats(size, log.records, commitMs)),
-      createdAtMs = System.currentTimeMillis(),
-      writer = VersionManifest.Writer)
-    val manifestBytes = checkpointDir.writeManifest(manifest)
     loaded = version
     dirty = false
     // Snapshots fall on the multiples of the interval in every partition, so that a version's
     // snapshots make one checkpoint; a lineage that missed some catches up at twice the length.
-    val due = forceSnapshot || conf.isCheckpointVersion(version) ||
-      chain.size >= 2 * conf.snapshotInterval
-    val syncMs = if (due) startSnapshot(version, listener) else 0L
+    val due = syncMs == 0 && (forceSnapshot || conf.isCheckpointVersion(version) ||
+      chain.size >= 2 * conf.snapshotInterval)
+    val asyncSyncMs = if (due) startSnapshot(version, listener) else 0L
     val (stats, done, failed) = completions.synchronized {
       val c = completed
       completed = (SnapshotStats.Zero, 0, 0)
       c
     }
-    lastCommit = CommitFigures(size + manifestBytes, log.records, syncMs, stats, done, failed)
+    val changelogBytes = manifest.commit.map(_.changelogBytes).getOrElse(0L)
+    lastCommit = CommitFigures(changelogBytes + manifestBytes, log.records, syncMs + asyncSyncMs,
+      stats, done, failed)
     manifest
   }
 
-  /** Moves the lineage onto the newest confirmed snapshot, when it is a point of it. */
-  private def rebase(): Unit = newestSnapshot.get.foreach { case (ref, refStateId) =>
-    if (base.forall(_.version < ref.version) &&
-      chain.exists(c => c.version == ref.version && c.path == refStateId)) {
-      base = Some(ref)
-      baseStateId = refStateId
-      chain = chain.filter(_.version > ref.version)
+  /** Uploads a changelog under a new unique name and caches it locally. */
+  private def uploadChangelog(file: File, version: Long, records: Long): ChangelogRef = {
+    val path = s"changelog/$version-${UUID.randomUUID()}.log"
+    val (size, crc) = checkpointDir.upload(file, path)
+    local.adopt(file, path, crc)
+    ChangelogRef(version, path, size, crc, records)
+  }
+
+  private def manifestOf(version: Long, changelog: ChangelogRef, commitMs: Long) = VersionManifest(
+    formatVersion = VersionManifest.FormatVersion,
+    version = version,
+    operatorId = operatorId, partitionId = partitionId, storeName = storeName,
+    numKeys = keys,
+    useColumnFamilies = useColumnFamilies,
+    columnFamilies = familyEntries,
+    snapshot = base,
+    changelogs = chain,
+    commit = Some(CommitStats(changelog.size, changelog.records, commitMs)),
+    createdAtMs = System.currentTimeMillis(),
+    writer = VersionManifest.Writer)
+
+  /**
+   * A later version means this attempt is stale (a zombie, or a task whose executor was given
+   * up on): it must not go on as if its commit were the one Spark built on.
+   */
+  private def checkNotStale(version: Long): Unit = {
+    if (checkpointDir.exists(s"manifests/${version + 1}.json")) {
+      throw new java.io.IOException(s"rockstate: version ${version + 1} of $storeId exists " +
+        s"already, so this attempt of version $version is stale (a paused task or a zombie " +
+        "whose batch ran elsewhere); its commit fails.")
     }
+  }
+
+  /** A file of the lineage gone means cleanup moved past a paused attempt: never publish it. */
+  private def checkLineage(version: Long): Unit = {
+    val missing = (base.map(_.path).toSeq ++ chain.init.map(_.path)).filterNot(checkpointDir.exists)
+    if (missing.nonEmpty) {
+      throw new CorruptCheckpointException(s"rockstate: this attempt of version $version of " +
+        s"$storeId started long ago and its lineage lost ${missing.mkString(", ")} to cleanup " +
+        "meanwhile; it is not published (the batch is retried from the current state).")
+    }
+  }
+
+  /**
+   * Moves the lineage onto the newest confirmed snapshot, when it is a point of it, still in
+   * the window cleanup never drops a snapshot from (versions after the oldest retained one),
+   * and still there.
+   */
+  private def rebase(version: Long): Unit = newestSnapshot.get.foreach { case (ref, refStateId) =>
+    if (base.forall(_.version < ref.version) &&
+      chain.exists(c => c.version == ref.version && c.path == refStateId) &&
+      ref.version > version - conf.minVersionsToRetain) {
+      if (checkpointDir.exists(ref.path)) {
+        base = Some(ref)
+        baseStateId = refStateId
+        chain = chain.filter(_.version > ref.version)
+      } else {
+        logWarning(s"rockstate: snapshot ${ref.path} of $storeId was deleted before a commit " +
+          "rebased onto it; the lineage keeps its changelogs")
+        newestSnapshot.compareAndSet(Some((ref, refStateId)), None)
+      }
+    }
+  }
+
+  private def snapshotManifestOf(version: Long, syncMs: Long) = SnapshotManifest(
+    VersionManifest.FormatVersion, version, operatorId, partitionId, storeName, stateId, keys,
+    useColumnFamilies, familyEntries, Nil, SnapshotStats.Zero.copy(syncMs = syncMs), 0L,
+    VersionManifest.Writer)
+
+  /**
+   * The lineage reached `maxChangelogChain` changelogs without a confirmed snapshot: snapshot
+   * now, on the task, and make it the version's base. Returns the time it took.
+   */
+  private def snapshotOnCommitPath(version: Long, listener: SnapshotListener): Long = {
+    val start = System.nanoTime()
+    val checkpoint = local.newWorkPath(s"checkpoint-$version")
+    try {
+      rocksDB.checkpointTo(checkpoint)
+      val (m, path) = SnapshotJob(snapshotManifestOf(version, 0L), checkpoint, checkpointDir,
+        local, confirmedFiles, conf, start).run(background = false)
+      confirmedFiles.confirm(m.files.filter(_.kind == "sst"), path)
+      logWarning(s"rockstate: $storeId had ${chain.size} changelogs since its last confirmed " +
+        s"snapshot (at most ${conf.maxChangelogChain}); version $version was snapshotted on " +
+        "the commit path")
+      base = Some(SnapshotRef(version, path))
+      baseStateId = m.stateId
+      chain = Vector.empty
+      newestSnapshot.set(Some((SnapshotRef(version, path), m.stateId)))
+      listener.completed(m, path)
+    } finally FileUtils.deleteQuietly(checkpoint)
+    math.max(1L, sinceMs(start))
   }
 
   /**
@@ -335,68 +449,92 @@ final class VersionedRocksDB(
    * tries again). Returns the time spent; a failure here loses nothing, the version is durable.
    */
   private def startSnapshot(version: Long, listener: SnapshotListener): Long = {
-    if (!snapshotInFlight.compareAndSet(false, true)) {
+    val upload = new InFlightUpload(version, System.nanoTime(), listener)
+    if (!inFlight.compareAndSet(null, upload)) {
       listener.declined(version, "the store's previous snapshot is still uploading",
         countsAsFailure = false)
       return 0L
     }
-    val start = System.nanoTime()
+    val start = upload.startedNanos
     val checkpoint = local.newWorkPath(s"checkpoint-$version")
     try {
       rocksDB.checkpointTo(checkpoint)
     } catch {
       case NonFatal(e) =>
         FileUtils.deleteQuietly(checkpoint)
-        snapshotInFlight.set(false)
+        finishUpload(upload)
         logWarning(s"rockstate: local checkpoint of version $version of $storeId failed; " +
           "the next commit takes the snapshot instead", e)
         listener.declined(version, s"the local checkpoint failed: ${e.getMessage}",
           countsAsFailure = true)
         return 0L
     }
-    val syncMs = (System.nanoTime() - start) / 1000000
-    val manifest = SnapshotManifest(VersionManifest.FormatVersion, version, operatorId,
-      partitionId, storeName, stateId, keys, useColumnFamilies,
-      familyEntries, Nil,
-      SnapshotStats.Zero.copy(syncMs = syncMs), 0L, VersionManifest.Writer)
-    SnapshotUploader.submit(SnapshotJob(manifest, checkpoint, checkpointDir, local,
-      confirmedFiles, conf)) { result =>
-      result match {
-        case Right((m, path)) =>
-          newestSnapshot.set(Some((SnapshotRef(m.version, path), m.stateId)))
-          logInfo(s"rockstate snapshot of version ${m.version} of $storeId uploaded: " +
-            s"${m.stats.filesUploaded} files / ${m.stats.bytesUploaded} bytes new, " +
-            s"${m.stats.filesReused} files / ${m.stats.bytesReused} bytes shared")
-          completions.synchronized {
-            val (s, n, f) = completed
-            completed = (add(s, m.stats), n + 1, f)
-          }
-          listener.completed(m, path)
-        case Left(e) =>
-          logWarning(s"rockstate: snapshot upload of version $version of $storeId failed; " +
-            "versions stay loadable from earlier snapshots and changelogs", e)
-          completions.synchronized {
-            val (s, n, f) = completed
-            completed = (s, n, f + 1)
-          }
-          listener.declined(version, s"the upload failed: ${e.getMessage}",
-            countsAsFailure = true)
-      }
-      snapshotInFlight.synchronized {
-        snapshotInFlight.set(false)
-        snapshotInFlight.notifyAll()
+    val syncMs = sinceMs(start)
+    val confirmed = confirmedFiles
+    upload.future = SnapshotUploader.submit(SnapshotJob(snapshotManifestOf(version, syncMs),
+      checkpoint, checkpointDir, local, confirmed, conf, start)) { result =>
+      // A result after the upload was abandoned (timed out) is ignored: its manifest, if it
+      // got written, is referenced by nothing and left to cleanup.
+      if (inFlight.get eq upload) {
+        result match {
+          case Right((m, path)) =>
+            confirmed.confirm(m.files.filter(_.kind == "sst"), path)
+            newestSnapshot.set(Some((SnapshotRef(m.version, path), m.stateId)))
+            logInfo(s"rockstate snapshot of version ${m.version} of $storeId uploaded: " +
+              s"${m.stats.filesUploaded} files / ${m.stats.bytesUploaded} bytes new, " +
+              s"${m.stats.filesReused} files / ${m.stats.bytesReused} bytes shared")
+            completions.synchronized {
+              val (s, n, f) = completed
+              completed = (add(s, m.stats), n + 1, f)
+            }
+            listener.completed(m, path)
+          case Left(e) =>
+            logWarning(s"rockstate: snapshot upload of version $version of $storeId failed; " +
+              "versions stay loadable from earlier snapshots and changelogs", e)
+            countFailedUpload()
+            listener.declined(version, s"the upload failed: ${e.getMessage}",
+              countsAsFailure = true)
+        }
+        finishUpload(upload)
       }
     }
     syncMs
   }
 
-  /** Waits until no snapshot upload of this store is under way; false on timeout. */
-  def awaitUploads(timeoutMs: Long): Boolean = snapshotInFlight.synchronized {
-    val deadline = System.currentTimeMillis() + timeoutMs
-    while (snapshotInFlight.get && System.currentTimeMillis() < deadline) {
-      snapshotInFlight.wait(math.max(1L, deadline - System.currentTimeMillis()))
+  /** An upload running longer than `snapshotUploadTimeoutMs` is cancelled and counted failed. */
+  private def abandonHungUpload(): Unit = {
+    val upload = inFlight.get
+    if (upload != null && sinceMs(upload.startedNanos) > conf.snapshotUploadTimeoutMs &&
+      finishUpload(upload)) {
+      Option(upload.future).foreach(_.cancel(true))
+      logWarning(s"rockstate: snapshot upload of version ${upload.version} of $storeId did " +
+        s"not finish within snapshotUploadTimeoutMs (${conf.snapshotUploadTimeoutMs}); " +
+        "abandoned")
+      countFailedUpload()
+      upload.listener.declined(upload.version, "the upload did not finish within " +
+        s"snapshotUploadTimeoutMs (${conf.snapshotUploadTimeoutMs} ms)", countsAsFailure = true)
     }
-    !snapshotInFlight.get
+  }
+
+  private def countFailedUpload(): Unit = completions.synchronized {
+    val (s, n, f) = completed
+    completed = (s, n, f + 1)
+  }
+
+  /** Clears the in-flight upload if it is still `upload`; true if this call did. */
+  private def finishUpload(upload: InFlightUpload): Boolean = inFlight.synchronized {
+    val mine = inFlight.compareAndSet(upload, null)
+    inFlight.notifyAll()
+    mine
+  }
+
+  /** Waits until no snapshot upload of this store is under way; false on timeout. */
+  def awaitUploads(timeoutMs: Long): Boolean = inFlight.synchronized {
+    val deadline = System.currentTimeMillis() + timeoutMs
+    while (inFlight.get != null && System.currentTimeMillis() < deadline) {
+      inFlight.wait(math.max(1L, deadline - System.currentTimeMillis()))
+    }
+    inFlight.get == null
   }
 
   private def add(a: SnapshotStats, b: SnapshotStats): SnapshotStats = SnapshotStats(
@@ -421,7 +559,7 @@ final class VersionedRocksDB(
     discardChangelog()
     closeDb()
     FileUtils.deleteDirectory(workDir)
-    if (!conf.localRecovery) local.deleteAll()
+    local.release(conf.localRecovery)
   }
 
   private def discardChangelog(): Unit = {
@@ -453,6 +591,17 @@ final class VersionedRocksDB(
 }
 
 object VersionedRocksDB {
+  /** Republications of one commit after pauses, before the commit gives up. */
+  private val MaxRepublish = 3
+
+  private def sinceMs(nanos: Long): Long = (System.nanoTime() - nanos) / 1000000
+
+  /** A snapshot upload under way: what to tell and what to cancel if it never ends. */
+  private final class InFlightUpload(val version: Long, val startedNanos: Long,
+      val listener: SnapshotListener) {
+    @volatile var future: JFuture[_] = _
+  }
+
   /** The state id of empty state (version 0, or a loadEmpty before its first commit). */
   private val EmptyState = "empty"
   private val DefaultFamilies: Map[String, Int] = Map("default" -> 0)

@@ -43,17 +43,43 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach {
   private def storeDir(k: StoreKey) = s"state/${k.operatorId}/${k.partitionId}" +
     (if (k.storeName == "default") "" else s"/${k.storeName}")
 
-  /** An acknowledgement whose snapshot manifest exists, as an executor sends it. */
+  private def write(relative: String, bytes: Array[Byte]): Unit = {
+    val f = new File(dir, relative)
+    f.getParentFile.mkdirs()
+    Files.write(f.toPath, bytes)
+  }
+
+  /** Spark's commit log entry of micro-batch `batchId` (state version batchId + 1). */
+  private def commitBatch(batchId: Long): Unit =
+    write(s"commits/$batchId", "v1\n{}".getBytes(StandardCharsets.UTF_8))
+
+  /**
+   * An acknowledgement as an executor sends it, for commit attempt `attempt` of the version:
+   * its snapshot manifest and SST written, the version manifest naming that attempt (unless
+   * `landed` is false: another attempt's manifest replaced it), the batch committed.
+   */
   private def ack(k: StoreKey, version: Long, run: String = "run-1", rows: Long = 10,
-      writeManifest: Boolean = true): SnapshotAck = {
-    val manifest = s"snapshots/$version-${k.partitionId}.json"
+      writeManifest: Boolean = true, attempt: String = "a", landed: Boolean = true,
+      committed: Boolean = true): SnapshotAck = {
+    import io.rockstate.state._
+    val manifest = s"snapshots/$version-${k.partitionId}-$attempt.json"
+    val changelog = s"changelog/$version-$attempt.log"
+    val sst = StateFile("000009.sst", s"sst/9-$version-$attempt.sst", 3, 0, "sst")
     if (writeManifest) {
-      val f = new File(dir, s"${storeDir(k)}/$manifest")
-      f.getParentFile.mkdirs()
-      Files.write(f.toPath, "{}".getBytes(StandardCharsets.UTF_8))
+      write(s"${storeDir(k)}/${sst.path}", "sst".getBytes(StandardCharsets.UTF_8))
+      write(s"${storeDir(k)}/$manifest", VersionManifest.toJson(SnapshotManifest(2, version,
+        k.operatorId, k.partitionId, k.storeName, changelog, rows, false, Nil, Seq(sst),
+        SnapshotStats.Zero, now, "test")))
     }
-    SnapshotAck(AckSource("query-1", run, root, 2, settings, k, version, "exec-1"), storeDir(k), manifest,
-      s"manifests/$version.json", SnapshotFigures(1, 2, 100, 50, 1, 1, 150, rows), now)
+    if (landed) {
+      write(s"${storeDir(k)}/manifests/$version.json", VersionManifest.toJson(VersionManifest(2,
+        version, k.operatorId, k.partitionId, k.storeName, rows, false, Nil, None,
+        Seq(ChangelogRef(version, changelog, 1, 0, 1)), None, now, "test")))
+    }
+    if (committed) commitBatch(version - 1)
+    SnapshotAck(AckSource("query-1", run, root, 2, settings, k, version, "exec-1"), storeDir(k),
+      manifest, s"manifests/$version.json", changelog,
+      SnapshotFigures(1, 2, 100, 50, 1, 1, 150, rows), now)
   }
 
   private def decline(k: StoreKey, version: Long, counts: Boolean) =
@@ -177,7 +203,9 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach {
     assert(restarted.acknowledge(ack(expected.head, 8, run = "run-2")) == AckResult.Success)
     assert(restarted.view("run-2").get.completed.map(_.version) == Seq(4, 6))
     assert(restarted.outcomes(Seq(root)).roots.only.retained == Seq(4, 6))
-    // The same coordinator seeing run-2 ends run-1's pending checkpoint without a failure.
+    // The same coordinator seeing run-2 start ends run-1's pending checkpoint, no failure.
+    c.runStarted("run-1")
+    c.runStarted("run-2")
     c.acknowledge(ack(expected.head, 8, run = "run-2"))
     assert(c.view("run-1").get.aborted.last.reason.contains("query restarted"))
     assert(c.view("run-1").get.consecutiveFailures == 0)
@@ -232,5 +260,79 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach {
     completeAll(coordinator(), 2)
     CheckpointPins.clear()
     assert(CheckpointPins.pinned(root, hadoopConf, now, 1000) == Set(2L))
+  }
+
+  test("a late acknowledgement of an older or unknown run never displaces the live run") {
+    val c = coordinator(retained = 2)
+    c.runStarted("run-1")
+    completeAll(c, 2)
+    c.runStarted("run-2") // the query restarted
+    expected.foreach(k => c.acknowledge(ack(k, 4, run = "run-2")))
+    assert(c.outcomes(Seq(root)).roots.only.latestCompleted == 4)
+    // A zombie executor of run-1, and an executor of a run this driver never saw start.
+    assert(c.acknowledge(ack(expected.head, 6, run = "run-1")) == AckResult.Success)
+    c.acknowledge(ack(expected.head, 6, run = "run-0"))
+    val outcome = c.outcomes(Seq(root)).roots.only
+    assert(outcome.latestCompleted == 4 && outcome.retained == Seq(2, 4), outcome)
+    assert(c.view("run-2").get.pending.isEmpty && c.view("run-2").get.aborted.isEmpty)
+    // A run Spark started after the live one does take over.
+    c.runStarted("run-3")
+    c.acknowledge(ack(expected.head, 6, run = "run-3"))
+    assert(c.view("run-3").get.pending.map(_.version) == Seq(6))
+  }
+
+  test("a checkpoint completes only once Spark committed its batch") {
+    val c = coordinator(timeoutMs = 1000, tolerable = -1)
+    expected.foreach(k => assert(c.acknowledge(ack(k, 2, committed = false)) == AckResult.Success))
+    assert(files.completedVersions().isEmpty)
+    c.checkTimeouts()
+    assert(files.completedVersions().isEmpty && c.view("run-1").get.pending.size == 1)
+    commitBatch(1)
+    c.checkTimeouts()
+    assert(files.completedVersions() == Seq(2))
+    // A batch that never commits expires, saying why.
+    expected.foreach(k => c.acknowledge(ack(k, 4, committed = false)))
+    now += 1001
+    c.checkTimeouts()
+    assert(files.completedVersions() == Seq(2))
+    assert(c.view("run-1").get.aborted.only.reason.contains("did not commit batch 3"))
+  }
+
+  test("a re-run batch's checkpoint names the attempt whose version landed, never a stale one") {
+    val c = coordinator()
+    val Seq(first, rest @ _*) = expected.toSeq
+    // The first attempt snapshotted version 2, then a re-run's manifest replaced the version.
+    val stale = ack(first, 2, attempt = "a")
+    val landed = ack(first, 2, attempt = "b")
+    assert(c.acknowledge(stale) == AckResult.Success)
+    rest.foreach(k => c.acknowledge(ack(k, 2)))
+    assert(files.completedVersions().isEmpty, "completed with a stale attempt's snapshot")
+    assert(c.view("run-1").get.pending.only.missing == Seq(first))
+    // The landed attempt's snapshot arrives.
+    assert(c.acknowledge(landed) == AckResult.Success)
+    val mine = files.read(2).stores.find(s => s.partitionId == first.partitionId &&
+      s.operatorId == first.operatorId && s.storeName == first.storeName).get
+    assert(mine.snapshotManifest.endsWith("-b.json"))
+  }
+
+  test("a checkpoint whose snapshot lost a file is aborted, never completed") {
+    val c = coordinator()
+    val keys = expected.toSeq
+    keys.init.foreach(k => c.acknowledge(ack(k, 2)))
+    val last = ack(keys.last, 2)
+    new File(dir, s"${storeDir(keys.last)}/sst/9-2-a.sst").delete()
+    c.acknowledge(last)
+    assert(files.completedVersions().isEmpty)
+    assert(c.view("run-1").get.aborted.only.reason.contains("sst/9-2-a.sst"))
+  }
+
+  test("temporary files of a crashed metadata write are swept by a later completion") {
+    val c = coordinator(timeoutMs = 1000)
+    val crashed = new File(dir, "rockstate/checkpoints/2/._metadata.0000.tmp")
+    crashed.getParentFile.mkdirs()
+    Files.write(crashed.toPath, "{".getBytes(StandardCharsets.UTF_8))
+    crashed.setLastModified(System.currentTimeMillis() - 60000)
+    completeAll(c, 4)
+    assert(!crashed.exists())
   }
 }

@@ -15,77 +15,7 @@ import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
 
 /** The store driven directly, without a query: every version, family and encoding. */
-class RockstateStoreSuite extends AnyFunSuite with BeforeAndAfterEach {
-
-  private val keySchema = StructType(Seq(StructField("k", StringType), StructField("n", IntegerType)))
-  private val valueSchema = StructType(Seq(StructField("v", LongType)))
-  private var root: File = _
-  private val open = scala.collection.mutable.Buffer.empty[RockstateStateStoreProvider]
-
-  override def beforeEach(): Unit = root = Files.createTempDirectory("rockstate-suite").toFile
-  override def afterEach(): Unit = {
-    assert(SnapshotUploader.awaitIdle(120000), "snapshot uploads still running")
-    open.foreach(_.close())
-    open.clear()
-    FileUtils.deleteDirectory(root)
-  }
-
-  private val keyProjection = UnsafeProjection.create(keySchema)
-  private val valueProjection = UnsafeProjection.create(valueSchema)
-  private def key(k: String, n: Int): UnsafeRow =
-    keyProjection.apply(InternalRow(UTF8String.fromString(k), n)).copy()
-  private def value(v: Long): UnsafeRow = valueProjection.apply(InternalRow(v)).copy()
-  private def keyOf(r: UnsafeRow): (String, Int) = (r.getUTF8String(0).toString, r.getInt(1))
-
-  /** A provider of store (0, 0); `executor` picks the local directory, as a real one would. */
-  private def provider(
-      spec: KeyStateEncoderSpec = NoPrefixKeyStateEncoderSpec(keySchema),
-      useColumnFamilies: Boolean = false,
-      multi: Boolean = false,
-      extra: Map[String, String] = Map.empty,
-      executor: Int = 0,
-      checkpoint: File = null): RockstateStateStoreProvider = {
-    val p = new RockstateStateStoreProvider
-    val sqlConf = new org.apache.spark.sql.internal.SQLConf
-    sqlConf.setConfString("spark.sql.streaming.minBatchesToRetain", "3")
-    sqlConf.setConfString(RockstateConf.LocalDir, new File(root, s"executor-$executor").getPath)
-    extra.foreach { case (k, v) => sqlConf.setConfString(k, v) }
-    val location = Option(checkpoint).getOrElse(new File(root, "checkpoint"))
-    p.init(StateStoreId(location.getAbsolutePath, 0, 0), keySchema, valueSchema, spec,
-      useColumnFamilies, new StateStoreConf(sqlConf, Map.empty), new Configuration(), multi, None)
-    open += p
-    p
-  }
-
-  private def contents(s: ReadStateStore): Map[(String, Int), Long] =
-    s.iterator().map(p => keyOf(p.key) -> p.value.getLong(0)).toMap
-
-  private def storeDir = new File(root, "checkpoint/0/0")
-  private val snapshotEveryVersion = Map(RockstateConf.SnapshotInterval -> "1")
-
-  private def remote(location: File = new File(root, "checkpoint")) = new StoreCheckpointDir(
-    new org.apache.hadoop.fs.Path(new File(location, "0/0").getAbsolutePath), new Configuration())
-
-  /** Waits for the background upload of a snapshot of `version` or later. */
-  private def awaitSnapshot(version: Long, dir: StoreCheckpointDir = remote()): Unit = {
-    val deadline = System.currentTimeMillis() + 60000
-    while (!dir.listSnapshots().exists(_._2 >= version)) {
-      assert(System.currentTimeMillis() < deadline, s"no snapshot of version $version uploaded")
-      Thread.sleep(20)
-    }
-  }
-
-  private def metric(s: StateStore, name: String): Long =
-    s.metrics.customMetrics.collectFirst { case (m, v) if m.name == name => v }.get
-
-  /** Commits the given versions in order, each after `write(version, store)`. */
-  private def commitVersions(p: RockstateStateStoreProvider, versions: Range)(
-      write: (Int, StateStore) => Unit): Seq[StateStore] = versions.map { v =>
-    val s = p.getStore(v - 1)
-    write(v, s)
-    s.commit()
-    s
-  }
+class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
 
   test("put, get, remove and iterate across committed versions") {
     val p = provider()
@@ -330,19 +260,22 @@ class RockstateStoreSuite extends AnyFunSuite with BeforeAndAfterEach {
     val graceMs = 2000L
     val p = provider(extra = Map(RockstateConf.OrphanFileGraceMs -> graceMs.toString,
       RockstateConf.SnapshotInterval -> "2"))
-    (1 to 20).foreach { v =>
+    def batch(v: Int): Unit = {
       commitVersions(p, v to v)((_, s) => (1 to 200).foreach(i => s.put(key(s"k${i % 50}", v), value(i))))
       assert(p.db.awaitUploads(60000))
       p.doCleanupMaintenance() // as Spark's maintenance thread would, between batches
     }
+    (1 to 19).foreach(batch)
     // A crashed upload's file: no manifest names it; kept within the grace period (it could
-    // be an upload under way), collected after it.
+    // be an upload under way), collected once the store's commits are past the grace.
     val crashed = new File(storeDir, "sst/000999-crashed.sst")
     FileUtils.writeStringToFile(crashed, "x", "UTF-8")
     p.doCleanupMaintenance()
     assert(crashed.exists())
     Thread.sleep(graceMs + 100)
     p.doCleanupMaintenance()
+    assert(crashed.exists(), "storage time moves with the store's manifests, not the clock")
+    batch(20)
     assert(!crashed.exists())
     val dir = remote()
     assert(dir.listVersions() == Seq(18L, 19L, 20L))
@@ -394,18 +327,18 @@ class RockstateStoreSuite extends AnyFunSuite with BeforeAndAfterEach {
   }
 
   test("a snapshot is referenced only once its upload is confirmed") {
-    val p = provider(extra = snapshotEveryVersion ++
-      Map(RockstateConf.TestUploadDelayMs -> "400"))
+    val p = provider(extra = Map(RockstateConf.SnapshotInterval -> "2",
+      RockstateConf.TestUploadDelayMs -> "400", "spark.sql.streaming.minBatchesToRetain" -> "10"))
     commitVersions(p, 1 to 3)((v, s) => (1 to 100).foreach(i => s.put(key(s"k$i", v), value(v))))
     val dir = remote()
-    // Snapshot 1 is still uploading: versions 2 and 3 rebuild from the changelogs alone.
+    // Snapshot 2 is still uploading: version 3 rebuilds from the changelogs alone.
     assert(dir.readManifest(3).snapshot.isEmpty)
     assert(dir.readManifest(3).changelogs.map(_.version) == Seq(1L, 2L, 3L))
-    awaitSnapshot(1)
+    awaitSnapshot(2)
     Thread.sleep(100) // the upload thread records the confirmation right after the manifest
     commitVersions(p, 4 to 4)((_, s) => s.put(key("x", 4), value(4)))
     val m = dir.readManifest(4)
-    assert(m.snapshot.map(_.version).contains(1L) && m.changelogs.map(_.version) == Seq(2L, 3L, 4L))
+    assert(m.snapshot.map(_.version).contains(2L) && m.changelogs.map(_.version) == Seq(3L, 4L))
     assert(contents(provider(executor = 1).getReadStore(4)).size == 301)
   }
 
