@@ -197,3 +197,55 @@ def test_too_many_failed_checkpoints_fail_the_query_with_a_clear_error(spark, wo
     assert view.aborted[0].version == 2 and "expired after 300 ms" in view.aborted[0].reason
     assert "tolerableCheckpointFailures" in str(failure.value), str(failure.value)[:2000]
 
+
+
+def test_a_batch_that_fails_after_its_acks_leaves_no_stale_checkpoint(spark, workdir: Path):
+    """Batch 1 (state version 2, a checkpoint) commits its stores and every partition
+    acknowledges its snapshot, then the sink fails: Spark never commits the batch. The
+    checkpoint must wait for Spark's commit, and once the restarted query re-runs the batch,
+    name the snapshots of the attempt whose version landed, not the failed one's."""
+    src, checkpoint = workdir / "fail-src", workdir / "fail-checkpoint"
+    src.mkdir()
+    marker = workdir / "fail-once"
+    marker.touch()
+    spark.conf.set("spark.sql.streaming.stateStore.providerClass", rockstate.PROVIDER_CLASS)
+
+    def sink(df, batch_id: int) -> None:
+        df.collect()  # the stateful job runs and its stores commit
+        if batch_id == 1 and marker.exists():
+            time.sleep(4)  # every acknowledgement of version 2 arrives meanwhile
+            marker.unlink()
+            raise RuntimeError("sink failed after the state committed")
+
+    def start():
+        return (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(src))
+                .groupBy("key").agg(F.count("*").alias("n")).writeStream
+                .outputMode("update").foreachBatch(sink)
+                .option("checkpointLocation", str(checkpoint)).start())
+
+    def feed(i: int) -> None:
+        rows = "".join(json.dumps(r) + "\n" for r in _batches(3)[i])
+        (src / f".b{i}.tmp").write_text(rows)
+        (src / f".b{i}.tmp").rename(src / f"b{i}.json")
+
+    query = start()
+    feed(0)
+    query.processAllAvailable()
+    feed(1)
+    with pytest.raises(Exception, match="sink failed after the state committed"):
+        query.processAllAvailable()
+    query.stop()
+    assert 2 not in _metadata(checkpoint), "completed a checkpoint of an uncommitted batch"
+    query = start()  # batch 1 runs again, a new attempt of version 2
+    try:
+        query.processAllAvailable()
+        metadata = _wait_for(lambda: _metadata(checkpoint).get(2), "checkpoint 2 to complete")
+    finally:
+        query.stop()
+    loc = rockstate.CheckpointLocation(str(checkpoint))
+    for store in metadata["stores"]:
+        ref = next(s for s in loc.stores() if s.partition == store["partitionId"]
+                   and s.operator == store["operatorId"])
+        landed = loc.manifest(ref, 2).changelogs[-1].path
+        snapshot = loc.snapshot_manifest(ref, store["snapshotManifest"], "test")
+        assert snapshot.state_id == landed, "checkpoint 2 names a replaced attempt's snapshot"

@@ -25,7 +25,7 @@ import org.apache.spark.SparkEnv
  * SIGKILL at an exact point), "pause:<ms>", or "fail" (an IOException, once).
  */
 final case class FaultRule(op: String, pathRegex: String, when: String, action: String,
-    nth: Int, process: String) {
+    nth: Int, process: String, id: String = "") {
   private val pattern = pathRegex.r.pattern
   def matches(o: String, path: String, w: String): Boolean =
     op == o && when == w && pattern.matcher(path).find()
@@ -44,7 +44,9 @@ final case class FaultRule(op: String, pathRegex: String, when: String, action: 
  *
  * `skewMs` shifts every modification time this process reports, as a machine whose clock is
  * off would see storage time; `skewExecutors` says where ("all", "odd" or "even" executor
- * ids). Each rule fires once per process. Never used unless a location says `rsfault://`.
+ * ids). Each rule fires once per process; a plan rule with an `id` fires once across all
+ * processes (it leaves `fired-<id>` beside the plan first, so a replacement executor does not
+ * die at the same point again). Never used unless a location says `rsfault://`.
  */
 class FaultInjectingFileSystem extends RawLocalFileSystem {
   import FaultInjectingFileSystem._
@@ -149,7 +151,7 @@ object FaultInjectingFileSystem {
         val rules = tree.path("rules").elements().asScala.map { r =>
           FaultRule(r.path("op").asText(), r.path("pathRegex").asText(), r.path("when")
             .asText("before"), r.path("action").asText(), r.path("nth").asInt(1),
-            r.path("process").asText("executor"))
+            r.path("process").asText("executor"), r.path("id").asText(""))
         }.toSeq
         plan = (stamp, rules, tree.path("skewMs").asLong(0), tree.path("skewExecutors")
           .asText("all"))
@@ -175,11 +177,15 @@ object FaultInjectingFileSystem {
 
   private[testing] def inject(file: Option[File], op: String, path: String, when: String): Unit = {
     val rules = localRules ++ planRules(file)._1
-    rules.find(r => r.matches(op, path, when) && inProcess(r.process)).foreach { r =>
+    def fired(r: FaultRule): Option[File] =
+      if (r.id.isEmpty) None else file.map(f => new File(f.getAbsoluteFile.getParentFile, s"fired-${r.id}"))
+    rules.find(r => r.matches(op, path, when) && inProcess(r.process) &&
+      !fired(r).exists(_.exists)).foreach { r =>
       val n = seen.computeIfAbsent(r, _ => new AtomicInteger()).incrementAndGet()
-      if (n == r.nth) {
+      if (n == r.nth && fired(r).forall(_.createNewFile())) {
         System.err.println(s"rockstate fault injection: ${r.action} $when $op $path " +
           s"(executor $executorId)")
+        System.err.flush()
         r.action match {
           case "halt" => Runtime.getRuntime.halt(137)
           case "fail" => throw new IOException(s"rockstate fault injection: $op $path failed")

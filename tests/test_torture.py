@@ -1,0 +1,27 @@
+"""A short seeded torture run: every kind of fault once, on every query kind, on
+``local-cluster``; outputs, retained state and completed checkpoints equal the oracle's.
+
+The long run (hundreds of faults, and the same schedule on Spark's RocksDB provider) is
+``bench/torture.py``; docs/guarantees.md has its figures.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from torture import orchestrator
+
+pytestmark = pytest.mark.cluster
+
+
+def test_a_short_seeded_torture_run_loses_nothing(tmp_path: Path):
+    figures = orchestrator.run(tmp_path, seed=11, cycles=12, faults=len(orchestrator.FAULTS))
+    print(figures.line())
+    assert not figures.problems, figures.problems
+    assert figures.divergent_rows == 0 and figures.missing_files == 0
+    # The faults really happened: every kind but the exact points that had nothing to hit.
+    assert sum(figures.faults.values()) >= len(orchestrator.FAULTS) - 2, figures.line()
+    assert figures.longest_chain <= 3 * 2  # maxChangelogChain at snapshotInterval 2
+    assert figures.orphan_ratio <= 0.10, figures.line()
