@@ -8,12 +8,14 @@ import java.util.UUID
 import java.util.concurrent.ConcurrentHashMap
 import java.util.zip.CRC32
 
+import scala.jdk.CollectionConverters._
 import scala.util.Using
 import scala.util.control.NonFatal
 
 import org.apache.commons.io.FileUtils
 
 import org.apache.spark.SparkFiles
+import org.apache.spark.internal.Logging
 
 /**
  * An executor's local files for one store, found again by the store's checkpoint path: every
@@ -85,7 +87,7 @@ final class LocalStoreFiles private (val dir: File, base: File, maxCacheBytes: L
   }
 }
 
-object LocalStoreFiles {
+object LocalStoreFiles extends Logging {
   /**
    * The local files of the store at `storePath` (its checkpoint directory's URI), under
    * `localDir`, or Spark's per-application directory when it is empty.
@@ -115,11 +117,15 @@ object LocalStoreFiles {
     left
   }
 
-  /** Deletes closed store directories under `base`, oldest first, until within `maxBytes`. */
-  private def evictClosed(base: File, maxBytes: Long): Unit = {
+  /**
+   * Deletes closed store directories under `base`, oldest first, until within `maxBytes`.
+   * Best effort: open stores' RocksDB files come and go while they are sized, and a failure
+   * here must never fail the close that called it.
+   */
+  private def evictClosed(base: File, maxBytes: Long): Unit = try {
     val dirs = Option(new File(base, "stores").listFiles()).getOrElse(Array.empty[File])
       .filter(_.isDirectory).toSeq
-    val sizes = dirs.map(d => d -> FileUtils.sizeOfDirectory(d)).toMap
+    val sizes = dirs.map(d => d -> sizeOf(d)).toMap
     var total = sizes.values.sum
     dirs.filterNot(d => users.containsKey(d.getAbsoluteFile)).sortBy(_.lastModified).foreach { d =>
       if (total > maxBytes) {
@@ -127,6 +133,20 @@ object LocalStoreFiles {
         total -= sizes(d)
       }
     }
+  } catch {
+    case NonFatal(e) => logWarning(s"rockstate: evicting closed stores under $base failed", e)
+  }
+
+  /** Bytes under `dir`, counting files that vanish during the walk as nothing. */
+  private def sizeOf(dir: File): Long = {
+    val files = try Files.walk(dir.toPath) catch { case NonFatal(_) => return 0L }
+    try {
+      files.iterator().asScala.map { p =>
+        try if (Files.isRegularFile(p)) Files.size(p) else 0L catch { case NonFatal(_) => 0L }
+      }.sum
+    } catch {
+      case NonFatal(_) => 0L // a directory vanished mid-walk: size it next time
+    } finally files.close()
   }
 
   private def markVerified(file: File, crc32: Long): Unit =
