@@ -239,7 +239,10 @@ final class CheckpointCoordinator(
   private def pendingFor(run: Run, version: Long,
       store: StoreKey): Either[AckResult, PendingCheckpoint] = {
     val interval = run.source.snapshotInterval
-    if (run.failure.isDefined) Left(AckResult.Discarded)
+    // Only the run holding the location checkpoints it: a displaced run's completion would
+    // apply its stale retention to the live run's checkpoints.
+    val holdsRoot = runAtRoot.get(run.source.checkpointRoot).contains(run.source.runId)
+    if (run.failure.isDefined || !holdsRoot) Left(AckResult.Discarded)
     else if (version <= 0 || version % interval != 0) Left(AckResult.Unknown)
     else if (run.aborted.contains(version) || version <= run.latestCompleted) {
       Left(AckResult.Discarded)

@@ -385,7 +385,9 @@ final class VersionedRocksDB(
 
   /** A file of the lineage gone means cleanup moved past a paused attempt: never publish it. */
   private def checkLineage(version: Long): Unit = {
-    val missing = (base.map(_.path).toSeq ++ chain.init.map(_.path)).filterNot(checkpointDir.exists)
+    // Everything but this commit's own changelog (none after a snapshot on the commit path).
+    val earlier = chain.filter(_.version < version)
+    val missing = (base.map(_.path).toSeq ++ earlier.map(_.path)).filterNot(checkpointDir.exists)
     if (missing.nonEmpty) {
       throw new CorruptCheckpointException(s"rockstate: this attempt of version $version of " +
         s"$storeId started long ago and its lineage lost ${missing.mkString(", ")} to cleanup " +

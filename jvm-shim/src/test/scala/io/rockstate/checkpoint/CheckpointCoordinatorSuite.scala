@@ -269,9 +269,11 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach {
     c.runStarted("run-2") // the query restarted
     expected.foreach(k => c.acknowledge(ack(k, 4, run = "run-2")))
     assert(c.outcomes(Seq(root)).roots.only.latestCompleted == 4)
-    // A zombie executor of run-1, and an executor of a run this driver never saw start.
-    assert(c.acknowledge(ack(expected.head, 6, run = "run-1")) == AckResult.Success)
-    c.acknowledge(ack(expected.head, 6, run = "run-0"))
+    // A zombie executor of run-1, and an executor of a run this driver never saw start: both
+    // discarded, neither checkpoints the location (nor applies its retention to it).
+    expected.foreach(k => assert(c.acknowledge(ack(k, 6, run = "run-1")) == AckResult.Discarded))
+    assert(c.acknowledge(ack(expected.head, 6, run = "run-0")) == AckResult.Discarded)
+    assert(files.completedVersions() == Seq(2, 4))
     val outcome = c.outcomes(Seq(root)).roots.only
     assert(outcome.latestCompleted == 4 && outcome.retained == Seq(2, 4), outcome)
     assert(c.view("run-2").get.pending.isEmpty && c.view("run-2").get.aborted.isEmpty)
