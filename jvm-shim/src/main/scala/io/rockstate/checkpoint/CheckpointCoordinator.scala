@@ -71,6 +71,9 @@ final class CheckpointCoordinator(
     val aborted = mutable.LinkedHashMap.empty[Long, AbortedCheckpoint]
     var consecutiveFailures = 0
     var failure: Option[String] = None
+    // Acks that came before Spark's QueryStartedEvent of this run reached the driver's
+    // listener (the bus is asynchronous): replayed once it does.
+    val early = mutable.ArrayBuffer.empty[SnapshotAck]
   }
 
   private val runs = mutable.LinkedHashMap.empty[String, Run] // by run id, oldest first
@@ -85,6 +88,9 @@ final class CheckpointCoordinator(
 
   def acknowledge(ack: SnapshotAck): AckResult = synchronized {
     val run = runFor(ack.source)
+    if (!holdsRoot(run) && !started.contains(run.source.runId) && run.early.size < MaxEarlyAcks) {
+      run.early += ack
+    }
     val v = ack.source.version
     val result = pendingFor(run, v, ack.source.store) match {
       case Left(result) => result
@@ -142,8 +148,16 @@ final class CheckpointCoordinator(
     startSeq += 1
     started(runId) = startSeq
     while (started.size > MaxRuns * 4) started.remove(started.head._1)
-    runs.get(runId).foreach(claimRoot)
+    runs.get(runId).foreach { run =>
+      claimRoot(run)
+      val early = run.early.toSeq
+      run.early.clear()
+      if (holdsRoot(run)) early.foreach(acknowledge)
+    }
   }
+
+  private def holdsRoot(run: Run): Boolean =
+    runAtRoot.get(run.source.checkpointRoot).contains(run.source.runId)
 
   // ---- what executors and Python ask ----
 
@@ -241,8 +255,7 @@ final class CheckpointCoordinator(
     val interval = run.source.snapshotInterval
     // Only the run holding the location checkpoints it: a displaced run's completion would
     // apply its stale retention to the live run's checkpoints.
-    val holdsRoot = runAtRoot.get(run.source.checkpointRoot).contains(run.source.runId)
-    if (run.failure.isDefined || !holdsRoot) Left(AckResult.Discarded)
+    if (run.failure.isDefined || !holdsRoot(run)) Left(AckResult.Discarded)
     else if (version <= 0 || version % interval != 0) Left(AckResult.Unknown)
     else if (run.aborted.contains(version) || version <= run.latestCompleted) {
       Left(AckResult.Discarded)
@@ -359,6 +372,7 @@ object CheckpointCoordinator {
   private val MaxAbortedKept = 64
   private val MaxCompletionsKept = 1000
   private val ExpectedRetryMs = 5000L
+  private val MaxEarlyAcks = 10000
 
   def json(value: AnyRef): String = new String(VersionManifest.toJson(value), "UTF-8")
 }

@@ -281,6 +281,12 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach {
     c.runStarted("run-3")
     c.acknowledge(ack(expected.head, 6, run = "run-3"))
     assert(c.view("run-3").get.pending.map(_.version) == Seq(6))
+    // A restarted run whose acks beat its QueryStartedEvent to the driver loses none of them.
+    expected.foreach(k => c.acknowledge(ack(k, 8, run = "run-4")))
+    assert(files.completedVersions() == Seq(2, 4))
+    c.runStarted("run-4")
+    assert(files.completedVersions() == Seq(4, 8)) // retained 2
+    assert(c.outcomes(Seq(root)).roots.only.latestCompleted == 8)
   }
 
   test("a checkpoint completes only once Spark committed its batch") {
