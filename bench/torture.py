@@ -30,11 +30,13 @@ def main() -> int:
     p.add_argument("--kinds", default=",".join(KINDS), help="query kinds, comma-separated")
     p.add_argument("--faults-allowed", default=",".join(orchestrator.FAULTS))
     p.add_argument("--work", type=Path, default=None, help="where runs keep their files")
+    p.add_argument("--oracle", type=Path, default=None,
+                   help="an oracle run of the same seed and length to reuse (<work>/oracle)")
     a = p.parse_args()
     work = a.work or Path(tempfile.mkdtemp(prefix="rockstate-torture-"))
     kinds = tuple(a.kinds.split(","))
     allowed = tuple(a.faults_allowed.split(","))
-    oracle = orchestrator.run_oracle(work, a.seed, a.cycles + 2, kinds)
+    oracle = a.oracle or orchestrator.run_oracle(work, a.seed, a.cycles + 2, kinds)
     providers = ["rockstate", "spark-rocksdb"] if a.provider == "both" else [a.provider]
     failed = False
     for provider in providers:
