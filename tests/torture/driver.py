@@ -189,19 +189,16 @@ def verify(spec: dict) -> None:
 
 
 def _orphans(loc, audits: list[dict]) -> tuple[int, int]:
-    """Bytes of files no manifest references, and bytes of those referenced."""
+    """Bytes of data files no manifest references (the audit's list), and bytes of the rest."""
+    stray = {Path(a["store"].removeprefix("file:")): set(a["unreferenced"]) for a in audits}
     orphan = live = 0
-    for a in audits:
-        store = Path(a["store"].replace("file:", ""))
-        unreferenced = set(a["unreferenced"])
-        for f in ("sst", "meta", "changelog"):
-            for p in (store / f).rglob("*"):
-                if p.is_file() and not p.name.endswith(".crc"):
-                    rel = str(p.relative_to(store))
-                    if rel in unreferenced:
-                        orphan += p.stat().st_size
-                    else:
-                        live += p.stat().st_size
+    for store in loc.stores():
+        unreferenced = stray.get(Path(store.path), set())
+        for rel, size in loc.data_files(store).items():
+            if rel in unreferenced:
+                orphan += size
+            else:
+                live += size
     return orphan, live
 
 
