@@ -17,6 +17,9 @@ import pytest
 os.environ.setdefault("PYSPARK_PYTHON", "python3")
 # local-cluster workers write executor logs under SPARK_HOME/work unless told otherwise.
 os.environ.setdefault("SPARK_WORKER_DIR", tempfile.mkdtemp(prefix="rockstate-workers-"))
+# The local-cluster session reports Spark's metrics (rockstate's among them) to CSV files here.
+METRICS_DIR = os.environ.setdefault("ROCKSTATE_TEST_METRICS_DIR",
+                                    tempfile.mkdtemp(prefix="rockstate-metrics-"))
 
 
 class Sessions:
@@ -47,6 +50,11 @@ class Sessions:
         # Snapshots every 2 versions, so every query's few batches cross snapshot, rebase and
         # changelog replay. Maintenance every second, so cleanup runs while queries do.
         builder = builder.config("spark.sql.streaming.stateStore.maintenanceInterval", "1s")
+        if kind == "cluster":  # Spark's own CSV sink, as a user would configure it
+            sink = "spark.metrics.conf.*.sink.csv."
+            builder = (builder.config(sink + "class", "org.apache.spark.metrics.sink.CsvSink")
+                       .config(sink + "period", "2").config(sink + "unit", "seconds")
+                       .config(sink + "directory", METRICS_DIR))
         self.session = rockstate.configure(
             builder, blockCacheSizeMB=32, snapshotInterval=2).getOrCreate()
         self.session.sparkContext.setLogLevel("ERROR")

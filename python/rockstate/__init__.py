@@ -2,8 +2,9 @@
 
 ``rockstate.configure(SparkSession.builder)`` switches a session's stateful queries to the
 rockstate state store provider; ``rockstate.checkpoints(query)`` shows the checkpoints the
-driver's coordinator completes; ``rockstate.CheckpointLocation`` and ``rockstate.verify`` read
-and check a checkpoint location without Spark.
+driver's coordinator completes (``rockstate.show_checkpoints(query)`` keeps them fresh in a
+notebook); ``rockstate.CheckpointLocation`` and ``rockstate.verify`` read and check a checkpoint
+location without Spark, and ``rockstate.report`` draws its history as one HTML page.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from rockstate.checkpoints import (
 from rockstate.errors import CorruptCheckpointError, RockstateError, RockstateSetupError
 from rockstate.jar import jar_path
 from rockstate.location import CheckpointLocation
+from rockstate.notebook import LiveCheckpoints, show_checkpoints
 from rockstate.offsets import provider_class, recorded_confs
 from rockstate.read import export, read_state
+from rockstate.report import report
 from rockstate.session import PLUGIN_CLASS, PROVIDER_CLASS, configure, spark_defaults
 from rockstate.verify import verify
 
@@ -33,6 +36,7 @@ __all__ = [
     "CheckpointLocation",
     "CheckpointWatcher",
     "CorruptCheckpointError",
+    "LiveCheckpoints",
     "QueryCheckpoints",
     "RockstateError",
     "RockstateSetupError",
@@ -45,6 +49,8 @@ __all__ = [
     "provider_class",
     "read_state",
     "recorded_confs",
+    "report",
+    "show_checkpoints",
     "spark_defaults",
     "verify",
 ]

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from rockstate.location import CheckpointLocation
 
 METADATA_FORMAT_VERSION = 1
+ABORT_RECORD_FORMAT_VERSION = 1
 _log = logging.getLogger(__name__)
 
 
@@ -62,6 +63,26 @@ class Checkpoint:
     triggered_at_ms: int | None = None
     completed_at_ms: int | None = None
     run_id: str | None = None
+    aborted_at_ms: int | None = None  # when it was aborted, if it was
+    acknowledged: int | None = None  # stores that had acknowledged it when it was aborted
+    expected: int | None = None  # stores it was waiting for, if aborted
+
+    @property
+    def duration_ms(self) -> int | None:
+        """From the first acknowledgement to completion (or abort)."""
+        end = self.completed_at_ms if self.completed_at_ms is not None else self.aborted_at_ms
+        if end is None or self.triggered_at_ms is None:
+            return None
+        return end - self.triggered_at_ms
+
+    @property
+    def bytes_reused(self) -> int:
+        return sum(s.bytes_reused for s in self.stores)
+
+    @property
+    def slowest(self) -> StoreAck | None:
+        """The store that acknowledged last (the checkpoint's straggler)."""
+        return max(self.stores, key=lambda s: s.acked_at_ms, default=None)
 
     @property
     def batch_id(self) -> int:
@@ -101,6 +122,11 @@ class QueryCheckpoints:
     def latest(self) -> Checkpoint | None:
         return self.completed[-1] if self.completed else None
 
+    def _repr_html_(self) -> str:
+        from rockstate.notebook import checkpoints_html
+
+        return checkpoints_html(self)
+
 
 def _store_ack(doc: dict) -> StoreAck:
     f = doc["figures"]
@@ -133,6 +159,20 @@ def parse_checkpoint_metadata(data: bytes, where: str) -> Checkpoint:
             f"checkpoint metadata {where} is missing or has a bad field ({e!r}).") from None
 
 
+def parse_abort_record(data: bytes, where: str) -> Checkpoint:
+    """An aborted checkpoint's record (``rockstate/checkpoints/aborted/<version>.json``)."""
+    doc = load_document(data, where, ABORT_RECORD_FORMAT_VERSION, "aborted checkpoint record")
+    try:
+        return Checkpoint(
+            version=int(doc["version"]), status="aborted", reason=str(doc["reason"]),
+            triggered_at_ms=int(doc["triggeredAtMs"]), aborted_at_ms=int(doc["abortedAtMs"]),
+            acknowledged=int(doc["acknowledged"]), expected=int(doc["expected"]),
+            run_id=doc.get("runId"))
+    except (KeyError, TypeError, ValueError) as e:
+        raise CorruptCheckpointError(
+            f"aborted checkpoint record {where} is missing or has a bad field ({e!r}).") from None
+
+
 def _from_view(doc: dict) -> QueryCheckpoints:
     return QueryCheckpoints(
         location=doc["checkpointRoot"], run_id=doc["runId"], query_id=doc["queryId"],
@@ -148,7 +188,8 @@ def _from_view(doc: dict) -> QueryCheckpoints:
             for p in doc["pending"]),
         aborted=tuple(
             Checkpoint(version=int(a["version"]), status="aborted", reason=a["reason"],
-                       run_id=doc["runId"])
+                       run_id=doc["runId"], aborted_at_ms=int(a["abortedAtMs"]),
+                       acknowledged=int(a["acknowledged"]), expected=int(a["expected"]))
             for a in doc["aborted"]),
         consecutive_failures=int(doc["consecutiveFailures"]),
         failure=doc.get("failure"), untracked_reason=doc.get("untrackedReason"))
@@ -162,6 +203,9 @@ def _plugin(spark: SparkSession | None = None) -> Any:
         raise RockstateSetupError("no SparkContext is running in this Python process; give "
                                   "checkpoints() the checkpoint location instead.")
     jvm = sc._jvm  # type: ignore[attr-defined]
+    from rockstate.session import bind_thread
+
+    bind_thread(jvm)
     plugin = jvm.io.rockstate.plugin.RockstateDriverPlugin
     if not plugin.coordinatorRunning():
         raise RockstateSetupError(
@@ -184,7 +228,8 @@ def checkpoints(source: StreamingQuery | str | CheckpointLocation) -> QueryCheck
     from rockstate.location import CheckpointLocation
 
     loc = source if isinstance(source, CheckpointLocation) else CheckpointLocation(str(source))
-    return QueryCheckpoints(location=loc.url, completed=tuple(loc.checkpoints()))
+    return QueryCheckpoints(location=loc.url, completed=tuple(loc.checkpoints()),
+                            aborted=tuple(loc.aborted_checkpoints()))
 
 
 class CheckpointWatcher:
@@ -196,6 +241,7 @@ class CheckpointWatcher:
     def __init__(self, spark: SparkSession, callback: Callable[[Checkpoint], None],
                  poll_seconds: float = 0.5) -> None:
         self._plugin = _plugin(spark)
+        self._jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
         self._callback = callback
         self._poll = poll_seconds
         self._stop = threading.Event()
@@ -207,6 +253,9 @@ class CheckpointWatcher:
         self._thread.start()
 
     def _run(self) -> None:
+        from rockstate.session import bind_thread
+
+        bind_thread(self._jvm)  # this thread's Java peer must see rockstate's classes too
         while not self._stop.wait(self._poll):
             try:
                 self.poll_once()

@@ -1,13 +1,15 @@
 """The ``rockstate`` command: build the jar, run the demo, print the Spark configuration, and
-inspect, verify, read or export a checkpoint location without Spark."""
+inspect, verify, read, export or report on a checkpoint location without Spark."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from collections.abc import Iterable
 
 from rockstate.errors import RockstateError
+from rockstate.progress import StoreProgress
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,12 +37,19 @@ def main(argv: list[str] | None = None) -> int:
     export.add_argument("location", help="the query's checkpointLocation (path or fsspec URL)")
     export.add_argument("dest", help="where to write (path or fsspec URL)")
     export.add_argument("--version", type=int, help="state version (default: the newest)")
+    report = sub.add_parser("report", help="write the checkpoint history as one HTML page "
+                                           "with charts (opens with no network)")
+    report.add_argument("location", help="the query's checkpointLocation (path or fsspec URL)")
+    report.add_argument("-o", "--output", default="rockstate-report.html",
+                        help="the HTML file to write (default: rockstate-report.html)")
     args, rest = parser.parse_known_args(argv)
     try:
         if args.command in ("inspect", "verify"):
             return _checkpoint_command(args)
         if args.command in ("read", "export"):
             return _state_command(args)
+        if args.command == "report":
+            return _report_command(args)
         if args.command == "build":
             from rockstate.build import main as build_main
 
@@ -84,9 +93,8 @@ def _checkpoint_command(args: argparse.Namespace) -> int:
         return 0
     from rockstate.verify import verify
 
-    progress = None if args.json else (lambda store: print(f"checking {store}",
-                                                           file=sys.stderr))
-    report = verify(location, progress=progress)
+    with StoreProgress(len(location.stores()), "checking") as progress:
+        report = verify(location, progress=None if args.json else progress)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
@@ -100,19 +108,28 @@ def _checkpoint_command(args: argparse.Namespace) -> int:
 
 
 def _state_command(args: argparse.Namespace) -> int:
+    from rockstate import spark_rocksdb
+    from rockstate.location import CheckpointLocation
     from rockstate.read import export, read_state, table_rows
 
-    def progress(what: str) -> None:
-        print(f"reading {what}", file=sys.stderr)
-
+    location = CheckpointLocation(args.location)
     if args.command == "export":
-        for path in export(args.location, args.dest, version=args.version, progress=progress):
+        total = len(location.stores()) or sum(
+            len(spark_rocksdb.partitions(location, op, "default"))
+            for op in location.operators())
+        with StoreProgress(total, "reading") as progress:
+            paths = export(location, args.dest, version=args.version, progress=progress)
+        for path in paths:
             print(path)
         return 0
     partitions = [int(p) for p in args.partitions.split(",")] if args.partitions else None
-    table = read_state(args.location, operator=args.operator, version=args.version,
-                       partitions=partitions, store=args.store, progress=progress,
-                       state_var=args.state_var)
+    total = len([s for s in location.stores(args.operator) if s.name == args.store
+                 and (partitions is None or s.partition in partitions)]) or len(
+        spark_rocksdb.partitions(location, args.operator, args.store))
+    with StoreProgress(total, "reading") as progress:
+        table = read_state(location, operator=args.operator, version=args.version,
+                           partitions=partitions, store=args.store, progress=progress,
+                           state_var=args.state_var)
     shown = table_rows(table if args.limit == 0 else table.slice(0, args.limit))
     for row in shown:
         if args.json:
@@ -124,6 +141,19 @@ def _state_command(args: argparse.Namespace) -> int:
                   f"{json.dumps(shown_value, default=str)}")
     print(f"{table.num_rows} rows" + (f", {len(shown)} shown" if len(shown) < table.num_rows
                                        else ""), file=sys.stderr)
+    return 0
+
+
+def _report_command(args: argparse.Namespace) -> int:
+    from rockstate.report import report
+
+    def progress(items: Iterable) -> Iterable:
+        items = list(items)
+        with StoreProgress(len(items), "reading manifests of") as bar:
+            yield from bar.wrap(items)
+
+    path = report(args.location, args.output, progress=progress)
+    print(path)
     return 0
 
 

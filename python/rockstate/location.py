@@ -13,7 +13,7 @@ from typing import Any
 
 import fsspec
 
-from rockstate.checkpoints import Checkpoint, parse_checkpoint_metadata
+from rockstate.checkpoints import Checkpoint, parse_abort_record, parse_checkpoint_metadata
 from rockstate.errors import CorruptCheckpointError
 from rockstate.format import (
     SnapshotManifest,
@@ -105,8 +105,10 @@ class CheckpointLocation:
                                       posixpath.join(store.path, rel))
 
     def snapshots(self, store: StoreRef) -> list[str]:
-        """Snapshot manifests, as paths relative to the store."""
-        return [f"snapshots/{n}" for n in self._listing(store, "snapshots", ".json")]
+        """Snapshot manifests (``snapshots/<version>-<id>.json``) relative to the store, oldest
+        version first."""
+        names = self._listing(store, "snapshots", ".json")
+        return [f"snapshots/{n}" for n in sorted(names, key=_snapshot_order)]
 
     def snapshot_manifest(self, store: StoreRef, relative: str, needed_by: str
                           ) -> SnapshotManifest:
@@ -140,6 +142,18 @@ class CheckpointLocation:
                 out.append(parse_checkpoint_metadata(self.fs.cat_file(path), path))
         return sorted(out, key=lambda c: c.version)
 
+    def aborted_checkpoints(self) -> list[Checkpoint]:
+        """The newest aborted checkpoints the driver recorded, oldest first."""
+        top = self._path("rockstate", "checkpoints", "aborted")
+        if not self.fs.isdir(top):
+            return []
+        out = []
+        for path in self.fs.ls(top, detail=False):
+            name = posixpath.basename(path)
+            if name.endswith(".json") and name[:-5].isdigit():
+                out.append(parse_abort_record(self.fs.cat_file(path), path))
+        return sorted(out, key=lambda c: c.version)
+
     def summary(self) -> dict:
         """What ``rockstate inspect`` shows: every store with its versions and snapshots."""
         stores = []
@@ -149,8 +163,8 @@ class CheckpointLocation:
             stores.append({
                 "operator": s.operator, "partition": s.partition, "store": s.name,
                 "versions": versions,
-                "snapshots": [int(posixpath.basename(p).split("-")[0])
-                              for p in self.snapshots(s)],
+                "snapshots": sorted(int(posixpath.basename(p).split("-")[0])
+                                    for p in self.snapshots(s)),
                 "changelogs": len(self.changelogs(s)),
                 "columnFamilies": sorted(latest.column_families) if latest else [],
                 "numKeys": latest.num_keys if latest else 0,
@@ -162,3 +176,9 @@ class CheckpointLocation:
         } for c in self.checkpoints()]
         return {"location": self.url, "operators": self.operators(), "stores": stores,
                 "checkpoints": checkpoints}
+
+
+def _snapshot_order(name: str) -> tuple[int, str]:
+    """Sort key of a snapshot manifest name: its version as a number, then the name."""
+    head = name.split("-", 1)[0]
+    return (int(head) if head.isdigit() else -1, name)

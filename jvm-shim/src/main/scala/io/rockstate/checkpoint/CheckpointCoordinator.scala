@@ -82,6 +82,9 @@ final class CheckpointCoordinator(
   private val started = mutable.LinkedHashMap.empty[String, Long]
   private var startSeq = 0L
   private val completions = mutable.Queue.empty[(Long, String, Long)] // (seq, run id, version)
+
+  /** Running totals for Spark's metrics system (read from its reporting threads). */
+  val stats = new CoordinatorStats(() => synchronized(runs.values.map(_.pending.size).sum))
   private var completionSeq = 0L
 
   // ---- acknowledgements ----
@@ -329,6 +332,7 @@ final class CheckpointCoordinator(
           s"${dropped.version}; it stays retained until a later completion deletes it", e)
       }
     }
+    stats.completed(metadata)
     completionSeq += 1
     completions.enqueue((completionSeq, run.source.runId, p.version))
     while (completions.size > MaxCompletionsKept) completions.dequeue()
@@ -342,9 +346,17 @@ final class CheckpointCoordinator(
       countsAsFailure: Boolean): Unit = {
     p.dispose()
     run.pending.remove(p.version)
-    run.aborted(p.version) = AbortedCheckpoint(p.version, reason, countsAsFailure, clock(),
+    val aborted = AbortedCheckpoint(p.version, reason, countsAsFailure, clock(),
       p.acknowledged.size, p.expected.size)
+    run.aborted(p.version) = aborted
     while (run.aborted.size > MaxAbortedKept) run.aborted.remove(run.aborted.head._1)
+    stats.aborted(countsAsFailure)
+    // Kept for the offline report; the checkpoint protocol never reads it back.
+    try run.files.writeAborted(AbortRecord.of(aborted, run.source.queryId, run.source.runId,
+      p.triggeredAtMs)) catch {
+      case NonFatal(e) => logWarning(s"rockstate: cannot record aborted checkpoint " +
+        s"${p.version} at ${run.files.abortedPath(p.version)}", e)
+    }
     logWarning(s"rockstate checkpoint ${p.version} of run ${run.source.runId} aborted: $reason")
     if (countsAsFailure && run.failure.isEmpty) {
       run.consecutiveFailures += 1

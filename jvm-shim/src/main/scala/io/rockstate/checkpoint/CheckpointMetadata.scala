@@ -129,6 +129,27 @@ final class CheckpointFiles(val checkpointRoot: String, hadoopConf: Configuratio
     try CheckpointMetadata.fromJson(in.readAllBytes(), path.toString) finally in.close()
   }
 
+  def abortedPath(version: Long): Path = new Path(new Path(dir, "aborted"), s"$version.json")
+
+  /** Records an aborted checkpoint, then drops all but the newest `AbortRecord.Kept` records. */
+  def writeAborted(r: AbortRecord): Unit = {
+    fs.mkdirs(abortedPath(r.version).getParent)
+    val out = fileManager.createAtomic(abortedPath(r.version), true)
+    try {
+      out.write(AbortRecord.toJson(r))
+      out.close()
+    } catch {
+      case e: Throwable =>
+        out.cancel()
+        throw e
+    }
+    val found = Option(fs.globStatus(new Path(new Path(dir, "aborted"), "*.json")))
+      .getOrElse(Array.empty)
+    val byVersion = found.flatMap(s => s.getPath.getName.stripSuffix(".json").toLongOption
+      .map(_ -> s.getPath)).sortBy(_._1)
+    byVersion.dropRight(AbortRecord.Kept).foreach { case (_, path) => fs.delete(path, false) }
+  }
+
   /** Drops a completed checkpoint: its metadata first, so it never looks half there. */
   def delete(version: Long): Unit = {
     fs.delete(metadataPath(version), false)

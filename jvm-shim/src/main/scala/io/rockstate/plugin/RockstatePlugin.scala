@@ -71,6 +71,10 @@ class RockstateDriverPlugin extends DriverPlugin with Logging {
     Map.empty[String, String].asJava
   }
 
+  override def registerMetrics(appId: String, ctx: PluginContext): Unit =
+    RockstateMetricsSource.registerDriver(ctx.metricRegistry(),
+      () => RockstateDriverPlugin.coordinator.map(_.stats))
+
   override def receive(message: AnyRef): AnyRef = message match {
     case r: ExecutorReady =>
       RockstateDriverPlugin.record(r)
@@ -149,6 +153,7 @@ class RockstateExecutorPlugin extends ExecutorPlugin with Logging {
           "first rockstate store in this executor will report why", e)
     }
     CheckpointReporter.attach(ctx)
+    RockstateMetricsSource.registerExecutor(ctx.metricRegistry())
     // The driver cannot push to executors; while this executor waits to hear what became of
     // checkpoints it acknowledged, it asks once a second, on its own thread.
     poller = Executors.newSingleThreadScheduledExecutor { r =>

@@ -100,8 +100,30 @@ object LocalStoreFiles extends Logging {
     val dir = new File(new File(base, "stores"), s"$label-$digest")
     Files.createDirectories(dir.toPath)
     users.merge(dir.getAbsoluteFile, 1, (a: Integer, b: Integer) => Integer.valueOf(a + b))
+    bases.add(base.getAbsoluteFile)
     new LocalStoreFiles(dir, base, maxCacheMB * 1024 * 1024)
   }
+
+  // Local roots stores of this JVM use (for the cache-size metric).
+  private val bases = ConcurrentHashMap.newKeySet[File]()
+  // The last cache size measured, and when: walking the cache is not free, and Spark's metrics
+  // sinks may ask every second.
+  private val measured = new java.util.concurrent.atomic.AtomicReference[(Long, Long)]((0L, 0L))
+
+  /** Bytes of local store files in this JVM (open and cached stores), at most 5 s old. */
+  def cacheBytes: Long = {
+    val (at, bytes) = measured.get
+    val now = System.nanoTime()
+    if (at != 0L && now - at < 5000000000L) bytes
+    else {
+      val total = bases.asScala.toSeq.map(b => sizeOf(new File(b, "stores"))).sum
+      measured.set((now, total))
+      total
+    }
+  }
+
+  /** Store instances open in this JVM. */
+  def openStores: Int = users.values().asScala.map(_.intValue).sum
 
   // Open instances per store directory, in this JVM.
   private val users = new ConcurrentHashMap[File, Integer]()

@@ -181,6 +181,9 @@ object SnapshotUploader extends Logging {
     task
   }
 
+  /** Snapshot uploads queued or running in this JVM. */
+  def inFlight: Int = pending.get
+
   /** Waits until this JVM has no snapshot upload queued or running; false on timeout. */
   def awaitIdle(timeoutMs: Long): Boolean = {
     val deadline = System.currentTimeMillis() + timeoutMs

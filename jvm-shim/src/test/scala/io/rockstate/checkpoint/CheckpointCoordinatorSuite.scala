@@ -11,6 +11,8 @@ import org.apache.hadoop.conf.Configuration
 import org.scalatest.BeforeAndAfterEach
 import org.scalatest.funsuite.AnyFunSuite
 
+import io.rockstate.state.VersionManifest
+
 /** The coordinator driven directly: every acknowledgement class, timeouts, failures, retention. */
 class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach {
 
@@ -342,5 +344,32 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach {
     crashed.setLastModified(System.currentTimeMillis() - 60000)
     completeAll(c, 4)
     assert(!crashed.exists())
+  }
+
+  test("aborts are recorded for offline reports, newest kept; the stats count every outcome") {
+    val c = coordinator(timeoutMs = 1000, tolerable = -1)
+    (1 to AbortRecord.Kept + 2).foreach { i =>
+      c.acknowledge(ack(expected.head, 2L * i))
+      now += 1001
+      c.checkTimeouts()
+    }
+    val recorded = new File(dir, "rockstate/checkpoints/aborted").list()
+      .filterNot(_.endsWith(".crc")).sorted.toSeq
+    val versions = (3 to AbortRecord.Kept + 2).map(i => s"${2 * i}.json")
+    assert(recorded == versions.sorted)
+    val doc = VersionManifest.mapper.readTree(
+      new File(dir, s"rockstate/checkpoints/aborted/${2 * (AbortRecord.Kept + 2)}.json"))
+    assert(doc.get("formatVersion").asInt == 1 && doc.get("countsAsFailure").asBoolean)
+    assert(doc.get("reason").asText.contains("expired after 1000 ms"))
+    assert(doc.get("acknowledged").asInt == 1 && doc.get("expected").asInt == 4)
+    assert(doc.get("runId").asText == "run-1" && doc.get("batchId").asLong == doc.get("version")
+      .asLong - 1)
+    // A completed checkpoint is never mistaken for one: the directory has no _metadata.
+    assert(files.completedVersions().isEmpty)
+    completeAll(c, 100)
+    assert(c.stats.checkpointsCompleted == 1 && c.stats.lastVersion == 100)
+    assert(c.stats.checkpointsAborted == AbortRecord.Kept + 2)
+    assert(c.stats.checkpointsFailed == AbortRecord.Kept + 2 && c.stats.checkpointsPending == 0)
+    assert(c.stats.lastStateBytes > 0)
   }
 }

@@ -1,0 +1,57 @@
+"""rockstate's figures in Spark's metrics system, read back from Spark's own CSV sink, which the
+local-cluster session configures (tests/conftest.py) as a user would: no rockstate set-up.
+
+The driver reports checkpoint totals, each executor its uploads, stores, local cache and
+RocksDB memory, under the source ``plugin.io.rockstate.plugin.RockstatePlugin``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+import rockstate
+from streams import run_stream
+from test_checkpoints import SCHEMA, _batches, _two_operators
+from test_cluster import _wait_for
+
+SOURCE = "plugin.io.rockstate.plugin.RockstatePlugin"
+
+
+def _latest(app_id: str, process: str, metric: str) -> int | None:
+    """The newest value the CSV sink wrote for one process's metric, None before any."""
+    path = Path(os.environ["ROCKSTATE_TEST_METRICS_DIR"]) / (
+        f"{app_id}.{process}.{SOURCE}.{metric}.csv")
+    if not path.exists():
+        return None
+    rows = list(csv.reader(path.read_text().splitlines()))
+    return int(float(rows[-1][1])) if len(rows) > 1 else None
+
+
+@pytest.mark.cluster
+def test_driver_and_executor_figures_reach_the_csv_sink(cluster_spark, workdir: Path):
+    spark = cluster_spark
+    app = spark.sparkContext.applicationId
+    before = _latest(app, "driver", "checkpointsCompleted") or 0
+    run_stream(spark, rockstate.PROVIDER_CLASS, _two_operators, _batches(4), workdir=workdir,
+               name="metrics", schema=SCHEMA,
+               confs={"spark.sql.shuffle.partitions": "4"})
+    # Checkpoints 2 and 4 of this query; the sink writes every 2 s.
+    _wait_for(lambda: (_latest(app, "driver", "checkpointsCompleted") or 0) >= before + 2,
+              "the driver's checkpointsCompleted to count this query's checkpoints")
+    assert (_latest(app, "driver", "lastCheckpointVersion") or 0) >= 2
+    assert (_latest(app, "driver", "lastCheckpointStateBytes") or 0) > 0
+    assert _latest(app, "driver", "checkpointsFailed") is not None
+    executors = sorted(r["executorId"] for r in json.loads(
+        spark.sparkContext._jvm.io.rockstate.plugin.RockstateDriverPlugin.readyExecutorsJson()))
+    assert executors and "driver" not in executors
+    _wait_for(lambda: all(_latest(app, e, "localCacheBytes") is not None for e in executors),
+              "every executor's figures in the sink")
+    assert any((_latest(app, e, "localCacheBytes") or 0) > 0 for e in executors)
+    assert all(_latest(app, e, "rocksdbMemoryCapacityBytes") == 32 * 1024 * 1024
+               for e in executors)  # blockCacheSizeMB=32 in the test session
+    assert all(_latest(app, e, "snapshotUploadsInFlight") is not None for e in executors)
