@@ -107,11 +107,15 @@ final class CheckpointFiles(val checkpointRoot: String, hadoopConf: Configuratio
     found.flatMap(s => s.getPath.getParent.getName.toLongOption).toSeq.sorted
   }
 
-  def write(m: CheckpointMetadata): Unit = {
-    fs.mkdirs(metadataPath(m.version).getParent)
-    val out = fileManager.createAtomic(metadataPath(m.version), true)
+  def write(m: CheckpointMetadata): Unit =
+    writeAtomically(metadataPath(m.version), CheckpointMetadata.toJson(m))
+
+  /** `bytes` at `path`, all or nothing (a crash leaves at most a temporary file). */
+  private def writeAtomically(path: Path, bytes: Array[Byte]): Unit = {
+    fs.mkdirs(path.getParent)
+    val out = fileManager.createAtomic(path, true)
     try {
-      out.write(CheckpointMetadata.toJson(m))
+      out.write(bytes)
       out.close()
     } catch {
       case e: Throwable =>
@@ -133,16 +137,7 @@ final class CheckpointFiles(val checkpointRoot: String, hadoopConf: Configuratio
 
   /** Records an aborted checkpoint, then drops all but the newest `AbortRecord.Kept` records. */
   def writeAborted(r: AbortRecord): Unit = {
-    fs.mkdirs(abortedPath(r.version).getParent)
-    val out = fileManager.createAtomic(abortedPath(r.version), true)
-    try {
-      out.write(AbortRecord.toJson(r))
-      out.close()
-    } catch {
-      case e: Throwable =>
-        out.cancel()
-        throw e
-    }
+    writeAtomically(abortedPath(r.version), AbortRecord.toJson(r))
     val found = Option(fs.globStatus(new Path(new Path(dir, "aborted"), "*.json")))
       .getOrElse(Array.empty)
     val byVersion = found.flatMap(s => s.getPath.getName.stripSuffix(".json").toLongOption
