@@ -93,8 +93,11 @@ def _checkpoint_command(args: argparse.Namespace) -> int:
         return 0
     from rockstate.verify import verify
 
-    with StoreProgress(len(location.stores()), "checking") as progress:
-        report = verify(location, progress=None if args.json else progress)
+    if args.json:
+        report = verify(location)
+    else:
+        with StoreProgress(len(location.stores()), "checking") as progress:
+            report = verify(location, progress=progress)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:

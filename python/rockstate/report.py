@@ -144,6 +144,10 @@ def _when(ms: int | None) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%H:%M:%S")
 
 
+def _time(ms: int | None) -> datetime | None:
+    return None if ms is None else datetime.fromtimestamp(ms / 1000, UTC)
+
+
 def _row(c: Checkpoint) -> str:
     slow = c.slowest
     straggler = ""
@@ -200,23 +204,27 @@ def _rockstate_charts(data: ReportData, go: Any) -> list[tuple[Any, str]]:
     done = list(q.completed)
     if done or q.aborted:
         fig = go.Figure()
-        fig.add_bar(x=[c.version for c in done], y=[c.duration_ms for c in done],
-                    name="completed", marker_color="#3b7ddd")
+        fig.add_scatter(x=[_time(c.triggered_at_ms) for c in done],
+                        y=[c.duration_ms for c in done], mode="lines+markers",
+                        name="completed", marker_color="#3b7ddd",
+                        text=[f"checkpoint {c.version}" for c in done])
         if q.aborted:
-            fig.add_scatter(x=[c.version for c in q.aborted],
+            fig.add_scatter(x=[_time(c.triggered_at_ms or c.aborted_at_ms) for c in q.aborted],
                             y=[c.duration_ms or 0 for c in q.aborted], mode="markers",
                             name="aborted", marker={"symbol": "x", "size": 12,
                                                     "color": "#b3261e"},
-                            text=[c.reason for c in q.aborted], hoverinfo="text+x")
-        _titles(fig, "Checkpoint duration", "state version", "ms")
+                            text=[f"checkpoint {c.version}: {c.reason}" for c in q.aborted])
+        _titles(fig, "Checkpoint duration", "triggered at (UTC)", "ms")
         charts.append((fig, "Checkpoint duration"))
     if done:
         fig = go.Figure()
-        fig.add_scatter(x=[c.version for c in done], y=[c.state_bytes for c in done],
-                        mode="lines+markers", name="state size")
-        fig.add_scatter(x=[c.version for c in done], y=[c.bytes_uploaded for c in done],
-                        mode="lines+markers", name="uploaded")
-        _titles(fig, "Checkpoint size", "state version", "bytes")
+        when = [_time(c.triggered_at_ms) for c in done]
+        labels = [f"checkpoint {c.version}" for c in done]
+        fig.add_scatter(x=when, y=[c.state_bytes for c in done], mode="lines+markers",
+                        name="state size", text=labels)
+        fig.add_scatter(x=when, y=[c.bytes_uploaded for c in done], mode="lines+markers",
+                        name="uploaded", text=labels)
+        _titles(fig, "Checkpoint size", "triggered at (UTC)", "bytes")
         charts.append((fig, "Checkpoint size"))
         fig = go.Figure()
         fig.add_bar(x=[c.version for c in done], y=[c.bytes_uploaded for c in done],
