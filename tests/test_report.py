@@ -273,3 +273,14 @@ def test_report_reads_any_fsspec_location(spark, history: Path):
     assert copied.checkpoints.completed == local.checkpoints.completed
     assert copied.checkpoints.aborted == local.checkpoints.aborted
     assert copied.commits == local.commits and copied.store_sizes == local.store_sizes
+
+
+def test_a_damaged_abort_record_is_named_never_skipped(spark, history: Path, tmp_path: Path):
+    copy = tmp_path / "checkpoint"
+    shutil.copytree(history, copy)
+    record = copy / "rockstate" / "checkpoints" / "aborted" / "4.json"
+    record.write_text(record.read_text()[:40])  # cut short
+    with pytest.raises(rockstate.CorruptCheckpointError, match=r"aborted/4\.json"):
+        rockstate.checkpoints(str(copy))
+    out = _cli("report", str(copy), "-o", str(tmp_path / "r.html"))
+    assert out.returncode == 2 and "aborted/4.json" in out.stderr, out.stderr

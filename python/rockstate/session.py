@@ -38,11 +38,6 @@ def configure(builder: SparkSession.Builder, **settings: object) -> SparkSession
         raise RockstateSetupError(str(e)) from None
     jar = str(jar_path())
     _prepare_running_jvm(jar)
-    # PySpark keeps every builder's options in one class-level dict, so settings made here
-    # would leak into each later SparkSession.builder of the process (a plain session made
-    # after this one's stop() would run on rockstate). This builder gets a copy of its own.
-    if isinstance(getattr(builder, "_options", None), dict):
-        builder._options = dict(builder._options)  # type: ignore[attr-defined]
     options: dict[str, str] = getattr(builder, "_options", {})
     builder.config("spark.jars", _append(options.get("spark.jars"), jar))
     builder.config("spark.plugins", _append(options.get("spark.plugins"), PLUGIN_CLASS))
