@@ -13,6 +13,15 @@ others. For rockstate it also prints the bytes its commits wrote on the task's p
 spread from the first to the last partition's acknowledgement. Nothing here is asserted: the
 machines are shared, so the numbers are for reading, side by side, from one run.
 
+``batch_p50_ms`` is the median batch duration (Spark's ``triggerExecution``) after the
+first; ``commit_*`` is Spark's ``commitTimeMs``, summed over the operator's partitions.
+
+Small batches on many partitions (Spark's default 200 shuffle partitions, a tiny state) are
+the case where each store's fixed cost (open, load, commit, maintenance) dominates:
+
+    python bench/provider_bench.py --keys 200 --changed 200 --partitions 200 --batches 12 \
+        --providers rockstate,spark-rocksdb-changelog
+
 A provider named ``rockstate:<setting>=<value>[,...]`` runs rockstate with those settings
 (``spark.sql.streaming.stateStore.rockstate.<setting>``), to compare choices in one run:
 
@@ -124,7 +133,7 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
     watcher = (rockstate.on_checkpoint_complete(spark, completed.append, poll_seconds=0.2)
                if provider == rockstate.PROVIDER_CLASS else None)
     seen: dict[str, int] = {}
-    written, commits, task_bytes, rows, millis = [], [], [], 0, 0
+    written, commits, task_bytes, durations, rows, millis = [], [], [], [], 0, 0
     for i, f in enumerate(staged):
         shutil.copy(f, src / f.name)
         query.processAllAvailable()
@@ -137,6 +146,7 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
             commits.append(p["stateOperators"][0]["commitTimeMs"])
             custom = p["stateOperators"][0].get("customMetrics", {})
             task_bytes.append(custom.get("rockstateCommitBytes", 0))
+            durations.append(p["durationMs"]["triggerExecution"])
         rows += p["numInputRows"]
         millis += p["durationMs"]["triggerExecution"]
     checkpoints = {}
@@ -163,6 +173,7 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
         "rows_per_s": rows / (millis / 1000.0),
         "commit_p50_ms": statistics.median(commits),
         "commit_p95_ms": sorted(commits)[max(0, round(0.95 * len(commits)) - 1)],
+        "batch_p50_ms": statistics.median(durations),
         "bytes_per_batch": statistics.mean(written),
         "peak_rss_mb": peak_rss_bytes(pid) / 2**20,
         "commit_path_bytes": statistics.mean(task_bytes),
@@ -204,7 +215,8 @@ def main() -> int:
             print(f"{name} failed:\n{out.stderr[-3000:]}", file=sys.stderr)
             return 1
         results[name] = json.loads(line[len("RESULT "):])
-    cols = ["rows_per_s", "commit_p50_ms", "commit_p95_ms", "bytes_per_batch", "peak_rss_mb"]
+    cols = ["rows_per_s", "batch_p50_ms", "commit_p50_ms", "commit_p95_ms", "bytes_per_batch",
+            "peak_rss_mb"]
     print(f"keys={args.keys} changed/batch={args.changed} batches={args.batches} "
           f"partitions={args.partitions} maintenanceInterval={args.maintenance_interval}")
     print(f"{'provider':26}" + "".join(f"{c:>17}" for c in cols))

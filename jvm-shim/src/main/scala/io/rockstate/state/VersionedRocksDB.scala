@@ -154,7 +154,11 @@ final class VersionedRocksDB(
   /** Makes `version` the loaded version. */
   def load(version: Long): Unit = {
     loadedAtNanos = System.nanoTime()
-    if (db.isDefined && loaded == version && !dirty) return
+    if (db.isDefined && loaded == version && !dirty) {
+      // Nothing to load: an earlier load's figures are not this batch's.
+      lastLoad = LoadStats(0, 0, 0, 0)
+      return
+    }
     val start = System.nanoTime()
     val manifest = if (version == 0) None else Some(readVersion(version))
     val fetched = new Fetched(s"version $version")

@@ -60,6 +60,22 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     assert(metric(elsewhere, "rockstateBytesDownloaded") > 0)
   }
 
+  test("a load served from the open instance reports no load time and no download") {
+    val p = provider(extra = Map(RockstateConf.SnapshotInterval -> "2"))
+    commitVersions(p, 1 to 3)((v, s) => (1 to 100).foreach(i => s.put(key(s"k$i", v), value(i))))
+    awaitSnapshot(2)
+    val elsewhere = provider(executor = 1)
+    val first = elsewhere.getStore(3)
+    assert(metric(first, "rockstateBytesDownloaded") > 0)
+    first.put(key("x", 4), value(4))
+    first.commit()
+    // The next batch starts from the version this instance just committed: nothing to load.
+    val next = elsewhere.getStore(4)
+    assert(metric(next, "rockstateBytesDownloaded") == 0)
+    assert(metric(next, "rockstateLoadMs") == 0 && metric(next, "rockstateChangelogsReplayed") == 0)
+    next.abort()
+  }
+
   test("snapshots upload in the background and share SST files with earlier ones") {
     val p = provider(extra = snapshotEveryVersion)
     commitVersions(p, 1 to 1)((_, s) => (1 to 5000).foreach(i => s.put(key(s"key-$i", i), value(i))))
