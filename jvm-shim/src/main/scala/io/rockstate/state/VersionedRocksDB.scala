@@ -71,6 +71,8 @@ final class VersionedRocksDB(
   private var loadedAtNanos = System.nanoTime()
   private var changelog: Option[Changelog.Writer] = None
   private var lastLoad = LoadStats(0, 0, 0, 0)
+  // Whether `loaded` was reached by this instance's commit rather than by a load.
+  private var loadedByCommit = false
   private var lastCommit = CommitFigures.Zero
 
   // The snapshot upload under way, if any; an upload past its timeout is abandoned.
@@ -155,8 +157,10 @@ final class VersionedRocksDB(
   def load(version: Long): Unit = {
     loadedAtNanos = System.nanoTime()
     if (db.isDefined && loaded == version && !dirty) {
-      // Nothing to load: an earlier load's figures are not this batch's.
-      lastLoad = LoadStats(0, 0, 0, 0)
+      // The instance's own commit made this version: the batch starting from it loads
+      // nothing. (A repeated load within one batch keeps the batch's figures.)
+      if (loadedByCommit) lastLoad = LoadStats(0, 0, 0, 0)
+      loadedByCommit = false
       return
     }
     val start = System.nanoTime()
@@ -174,6 +178,7 @@ final class VersionedRocksDB(
     }
     loaded = version
     dirty = false
+    loadedByCommit = false
     lastLoad = LoadStats((System.nanoTime() - start) / 1000000, fetched.bytes, fetched.files,
       replayed)
   }
@@ -338,6 +343,7 @@ final class VersionedRocksDB(
     } finally log.file.delete()
     loaded = version
     dirty = false
+    loadedByCommit = true
     // Snapshots fall on the multiples of the interval in every partition, so that a version's
     // snapshots make one checkpoint; a lineage that missed some catches up at twice the length.
     val due = syncMs == 0 && (forceSnapshot || conf.isCheckpointVersion(version) ||
