@@ -1,14 +1,14 @@
 package io.rockstate.state
 
 import java.io.{File, FileInputStream, FileOutputStream, InputStream, OutputStream}
-import java.nio.file.Files
+import java.nio.file.{Files, StandardCopyOption, StandardOpenOption}
 import java.util.UUID
 import java.util.zip.CRC32
 
 import scala.util.Using
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.{FileStatus, FileSystem, Path}
+import org.apache.hadoop.fs.{FileStatus, FileSystem, LocalFileSystem, Path}
 
 import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
 
@@ -35,11 +35,26 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
 
   def resolve(relative: String): Path = new Path(root, relative)
 
+  // On the local file system Hadoop forks a process for every file it creates (chmod) and two
+  // more for every FileContext rename (readlink) unless its native library is loaded: most of
+  // a small commit's time. java.nio writes the same files with the same atomicity, no fork.
+  private val onLocalDisk: Boolean = fs.isInstanceOf[LocalFileSystem] &&
+    Option(root.toUri.getScheme).contains("file")
+
+  private def localPath(path: Path): Option[java.nio.file.Path] =
+    if (onLocalDisk) Some(new File(path.toUri.getPath).toPath) else None
+
   /** Copies a local file up, returning its size and CRC32 computed on the bytes sent. */
   def upload(local: File, relative: String): (Long, Long) = {
     val target = resolve(relative)
     val crc = new CRC32()
-    val size = Using.resources(new FileInputStream(local), fs.create(target, false)) { (in, out) =>
+    def create(): OutputStream = localPath(target) match {
+      case Some(file) =>
+        Files.createDirectories(file.getParent)
+        Files.newOutputStream(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)
+      case None => fs.create(target, false)
+    }
+    val size = Using.resources(new FileInputStream(local), create()) { (in, out) =>
       copy(in, out, crc)
     }
     (size, crc.getValue)
@@ -93,7 +108,31 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
   }
 
   /** Writes a whole small file atomically (temporary file and rename); returns its size. */
-  private def writeAtomic(path: Path, bytes: Array[Byte]): Long = {
+  private def writeAtomic(path: Path, bytes: Array[Byte]): Long = localPath(path) match {
+    case Some(file) => writeAtomicLocal(file, bytes)
+    case None => writeAtomicHadoop(path, bytes)
+  }
+
+  /**
+   * The local file system's atomic write: the temporary file is named as CheckpointFileManager
+   * names it (so cleanup sweeps a crashed writer's), and replaced into place by one rename(2).
+   * A checksum file Hadoop wrote for an earlier content of the same path is dropped first: it
+   * would fail every later read of the new content.
+   */
+  private def writeAtomicLocal(file: java.nio.file.Path, bytes: Array[Byte]): Long = {
+    val dir = file.getParent
+    Files.createDirectories(dir)
+    val name = file.getFileName.toString
+    val tmp = dir.resolve(s".$name.${UUID.randomUUID()}.tmp")
+    try {
+      Files.write(tmp, bytes, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)
+      Files.deleteIfExists(dir.resolve(s".$name.crc"))
+      Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING)
+    } finally Files.deleteIfExists(tmp)
+    bytes.length
+  }
+
+  private def writeAtomicHadoop(path: Path, bytes: Array[Byte]): Long = {
     fs.mkdirs(path.getParent)
     val out = fileManager.createAtomic(path, true)
     try {
