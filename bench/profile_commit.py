@@ -23,13 +23,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-PROVIDERS = {
-    "rockstate": ("io.rockstate.state.RockstateStateStoreProvider", {}),
-    "spark-rocksdb-changelog": (
-        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
-        {"spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true"},
-    ),
-}
+from provider_bench import PROVIDERS  # the same provider names and settings
+
+DEFAULT_PROVIDERS = "rockstate,spark-rocksdb-changelog"
 
 
 def run_one(name: str, args: argparse.Namespace, recording: Path) -> None:
@@ -113,7 +109,8 @@ def main() -> int:
     parser.add_argument("--batches", type=int, default=12)
     parser.add_argument("--rows", type=int, default=200)
     parser.add_argument("--top", type=int, default=8)
-    parser.add_argument("--providers", default=",".join(PROVIDERS))
+    parser.add_argument("--providers", default=DEFAULT_PROVIDERS,
+                        help=f"comma-separated, of {', '.join(PROVIDERS)}")
     parser.add_argument("--workdir")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
