@@ -122,6 +122,12 @@ class QueryCheckpoints:
     def latest(self) -> Checkpoint | None:
         return self.completed[-1] if self.completed else None
 
+    @property
+    def history(self) -> tuple[Checkpoint, ...]:
+        """Completed, aborted and pending checkpoints in one list, oldest version first."""
+        return tuple(sorted([*self.completed, *self.aborted, *self.pending],
+                            key=lambda c: (c.version, c.triggered_at_ms or 0)))
+
     def _repr_html_(self) -> str:
         from rockstate.notebook import checkpoints_html
 

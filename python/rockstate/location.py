@@ -163,8 +163,8 @@ class CheckpointLocation:
             stores.append({
                 "operator": s.operator, "partition": s.partition, "store": s.name,
                 "versions": versions,
-                "snapshots": sorted(int(posixpath.basename(p).split("-")[0])
-                                    for p in self.snapshots(s)),
+                "snapshots": [int(posixpath.basename(p).split("-")[0])
+                              for p in self.snapshots(s)],  # in version order
                 "changelogs": len(self.changelogs(s)),
                 "columnFamilies": sorted(latest.column_families) if latest else [],
                 "numKeys": latest.num_keys if latest else 0,

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
-    from rockstate.checkpoints import Checkpoint, QueryCheckpoints
+    from rockstate.checkpoints import QueryCheckpoints
 
 ROWS = 8  # the newest checkpoints the compact table shows
 
@@ -41,8 +41,7 @@ def _spark_svg(values: list[tuple[int, int, str]], width: int = 240, height: int
 
 def checkpoints_html(view: QueryCheckpoints) -> str:
     """The compact table (newest first) with a duration plot above it."""
-    rows: list[Checkpoint] = sorted([*view.completed, *view.aborted, *view.pending],
-                                    key=lambda c: (c.version, c.triggered_at_ms or 0))
+    rows = view.history
     timed = [(c.version, c.duration_ms or 0, c.status) for c in rows
              if c.status != "pending" and c.duration_ms is not None][-30:]
     head = (f"<b>rockstate checkpoints</b> {html.escape(view.location or '')} &middot; "

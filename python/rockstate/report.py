@@ -79,8 +79,7 @@ def render(data: ReportData) -> str:
         from plotly.offline import get_plotlyjs
     except ImportError:  # pragma: no cover - plotly is an install requirement
         raise RockstateSetupError("rockstate report needs plotly: pip install plotly") from None
-    charts = (_rockstate_charts(data, go) if data.kind == ROCKSTATE
-              else _spark_charts(data, go) if data.kind == SPARK_ROCKSDB else [])
+    charts = _charts(data, go)
     generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     parts = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
@@ -117,9 +116,14 @@ def chart_names(data: ReportData) -> list[str]:
     """The titles of the charts ``render`` draws for ``data`` (what a test looks for)."""
     import plotly.graph_objects as go
 
-    charts = (_rockstate_charts(data, go) if data.kind == ROCKSTATE
-              else _spark_charts(data, go) if data.kind == SPARK_ROCKSDB else [])
-    return [name for _, name in charts]
+    return [name for _, name in _charts(data, go)]
+
+
+def _charts(data: ReportData, go: Any) -> list[tuple[Any, str]]:
+    """(figure, name) of every chart for ``data``'s kind of checkpoint."""
+    if data.kind == ROCKSTATE:
+        return _rockstate_charts(data, go)
+    return _spark_charts(data, go) if data.kind == SPARK_ROCKSDB else []
 
 
 # ---- the table ----
@@ -138,14 +142,13 @@ def _bytes(value: int | None) -> str:
     return str(value)
 
 
-def _when(ms: int | None) -> str:
-    if ms is None:
-        return ""
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%H:%M:%S")
-
-
 def _time(ms: int | None) -> datetime | None:
     return None if ms is None else datetime.fromtimestamp(ms / 1000, UTC)
+
+
+def _when(ms: int | None) -> str:
+    at = _time(ms)
+    return "" if at is None else at.strftime("%H:%M:%S")
 
 
 def _row(c: Checkpoint) -> str:
@@ -173,14 +176,8 @@ def _row(c: Checkpoint) -> str:
     return f"<tr class='{c.status}'>{''.join(cells)}</tr>"
 
 
-def _all_checkpoints(data: ReportData) -> list[Checkpoint]:
-    q = data.checkpoints
-    return sorted([*q.completed, *q.aborted, *q.pending],
-                  key=lambda c: (c.version, c.triggered_at_ms or 0))
-
-
 def _checkpoint_table(data: ReportData) -> str:
-    rows = _all_checkpoints(data)
+    rows = data.checkpoints.history
     head = ("<tr><th>version</th><th>batch</th><th class='l'>status</th><th>triggered</th>"
             "<th>duration</th><th>stores</th><th>state size</th><th>uploaded</th>"
             "<th>reused</th><th class='l'>slowest partition</th><th class='l'>detail</th></tr>")

@@ -9,16 +9,12 @@ snapshot sizes, and which SST files each snapshot uploaded or shared. Nothing he
 
 from __future__ import annotations
 
-import json
 import posixpath
-import zipfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from io import BytesIO
 
 from rockstate import spark_rocksdb
 from rockstate.checkpoints import Checkpoint, QueryCheckpoints
-from rockstate.errors import CorruptCheckpointError
 from rockstate.format import parse_version_manifest
 from rockstate.location import DEFAULT_STORE, CheckpointLocation, StoreRef
 from rockstate.offsets import provider_class
@@ -153,7 +149,7 @@ def _rockstate_stores(loc: CheckpointLocation, latest: Checkpoint | None, each: 
         found = loc.fs.cat(paths, on_error="return") if paths else {}
         newest = None
         for v, path in zip(versions, paths, strict=True):
-            data = found.get(path) if isinstance(found, dict) else None
+            data = found.get(path)
             if not isinstance(data, bytes):
                 continue  # dropped by cleanup between the listing and the read
             m = parse_version_manifest(data, path)
@@ -174,7 +170,7 @@ def _rockstate_stores(loc: CheckpointLocation, latest: Checkpoint | None, each: 
     return tuple(commits), tuple(sizes)
 
 
-def _spark_stores(loc: CheckpointLocation) -> list[tuple[StoreRef, list[int]]]:
+def _spark_stores(loc: CheckpointLocation) -> list[StoreRef]:
     out = []
     for op in loc.operators():
         names = {DEFAULT_STORE}
@@ -184,23 +180,24 @@ def _spark_stores(loc: CheckpointLocation) -> list[tuple[StoreRef, list[int]]]:
                              if n not in ("SSTs", "logs", "_metadata"))
         for name in sorted(names):
             for part, path in sorted(spark_rocksdb.partitions(loc, op, name).items()):
-                out.append((StoreRef(op, part, name, path),
-                            spark_rocksdb.versions(loc, path)))
+                out.append(StoreRef(op, part, name, path))
     return out
 
 
 def _spark_versions(loc: CheckpointLocation, each: Progress) -> tuple[SparkVersionFigure, ...]:
     out: list[SparkVersionFigure] = []
-    for store, versions in each(_spark_stores(loc)):
+    for store in each(_spark_stores(loc)):
+        # One listing gives the versions and every file's size.
         sizes = {posixpath.basename(i["name"].rstrip("/")): int(i["size"] or 0)
                  for i in loc.fs.ls(store.path, detail=True)}
         seen: set[str] = set()
-        for v in versions:
+        for v in spark_rocksdb.versions_in(sizes):
             zip_name = f"{v}.zip"
             uploaded = reused = 0
             keys = None
             if zip_name in sizes:
-                metadata = _zip_metadata(loc, posixpath.join(store.path, zip_name))
+                metadata = spark_rocksdb.snapshot_metadata(loc, posixpath.join(store.path,
+                                                                             zip_name))
                 keys = metadata.get("numKeys")
                 for f in metadata.get("sstFiles") or []:
                     name, size = f.get("dfsSstFileName"), int(f.get("sizeBytes", 0))
@@ -215,15 +212,3 @@ def _spark_versions(loc: CheckpointLocation, each: Progress) -> tuple[SparkVersi
                 int(keys) if keys is not None else None))
     return tuple(out)
 
-
-def _zip_metadata(loc: CheckpointLocation, path: str) -> dict:
-    """The ``metadata`` member of a snapshot zip of Spark's RocksDB provider."""
-    try:
-        with zipfile.ZipFile(BytesIO(loc.fs.cat_file(path))) as z:
-            text = z.read("metadata").decode()
-    except (zipfile.BadZipFile, KeyError) as e:
-        raise CorruptCheckpointError(f"{path} has no readable metadata ({e}).") from None
-    try:
-        return json.loads(text.split("\n", 1)[1] if text.startswith("v") else text)
-    except (IndexError, ValueError) as e:
-        raise CorruptCheckpointError(f"the metadata in {path} is unreadable ({e}).") from None

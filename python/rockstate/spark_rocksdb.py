@@ -23,6 +23,7 @@ import posixpath
 import struct
 import tempfile
 import zipfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from rockstate.errors import CorruptCheckpointError, RockstateError
@@ -46,14 +47,42 @@ def partitions(loc: CheckpointLocation, operator: int, store: str) -> dict[int, 
     return out
 
 
-def _numbered(loc: CheckpointLocation, path: str, suffix: str) -> list[int]:
-    names = [posixpath.basename(p) for p in loc.fs.ls(path, detail=False)]
+def numbered(names: Iterable[str], suffix: str) -> list[int]:
+    """Versions of the files named ``<version><suffix>`` among ``names``, ascending."""
     return sorted(int(n[:-len(suffix)]) for n in names
                   if n.endswith(suffix) and n[:-len(suffix)].isdigit())
 
 
+def _numbered(loc: CheckpointLocation, path: str, suffix: str) -> list[int]:
+    return numbered((posixpath.basename(p) for p in loc.fs.ls(path, detail=False)), suffix)
+
+
+def versions_in(names: Iterable[str]) -> list[int]:
+    """Versions with a snapshot zip or a changelog among a store directory's file names."""
+    names = list(names)
+    return sorted(set(numbered(names, ".zip")) | set(numbered(names, ".changelog")))
+
+
 def versions(loc: CheckpointLocation, path: str) -> list[int]:
-    return sorted(set(_numbered(loc, path, ".zip")) | set(_numbered(loc, path, ".changelog")))
+    return versions_in(posixpath.basename(p) for p in loc.fs.ls(path, detail=False))
+
+
+def parse_snapshot_metadata(text: str, where: str) -> dict:
+    """A snapshot zip's ``metadata`` member: a ``v1`` line, then JSON."""
+    try:
+        return json.loads(text.split("\n", 1)[1] if text.startswith("v") else text)
+    except (IndexError, ValueError) as e:
+        raise CorruptCheckpointError(f"the metadata in {where} is unreadable ({e}).") from None
+
+
+def snapshot_metadata(loc: CheckpointLocation, zip_path: str) -> dict:
+    """The ``metadata`` of a snapshot zip, without extracting the rest."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(loc.fs.cat_file(zip_path))) as z:
+            text = z.read("metadata").decode()
+    except (zipfile.BadZipFile, KeyError) as e:
+        raise CorruptCheckpointError(f"{zip_path} has no readable metadata ({e}).") from None
+    return parse_snapshot_metadata(text, zip_path)
 
 
 def _decompress(data: bytes, where: str) -> bytes:
@@ -146,10 +175,10 @@ def _snapshot(loc: CheckpointLocation, path: str, version: int) -> tuple[dict, d
         metadata_file = Path(tmp) / "metadata"
         try:
             text = metadata_file.read_text()
-            metadata = json.loads(text.split("\n", 1)[1] if text.startswith("v") else text)
-        except (OSError, IndexError, ValueError) as e:
+        except OSError as e:
             raise CorruptCheckpointError(f"the metadata in {zip_path} is unreadable ({e}).") \
                 from None
+        metadata = parse_snapshot_metadata(text, zip_path)
         metadata_file.unlink()
         for kind, sub, local_sub in (("sstFiles", "SSTs", ""), ("logFiles", "logs", "archive")):
             for f in metadata.get(kind) or []:
