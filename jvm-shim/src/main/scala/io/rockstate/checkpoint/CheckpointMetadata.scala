@@ -6,9 +6,7 @@ import scala.util.control.NonFatal
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
-import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
-
-import io.rockstate.state.{CorruptCheckpointException, VersionManifest}
+import io.rockstate.state.{CorruptCheckpointException, LocationWriter, VersionManifest}
 
 /** One partition's acknowledgement as a completed checkpoint records it. */
 final case class AcknowledgedStore(
@@ -96,8 +94,8 @@ object CheckpointMetadata {
 /** The completed checkpoints of one checkpoint location, on its file system. */
 final class CheckpointFiles(val checkpointRoot: String, hadoopConf: Configuration) {
   private val dir = new Path(new Path(checkpointRoot), "rockstate/checkpoints")
-  private lazy val fileManager = CheckpointFileManager.create(dir, hadoopConf)
   private lazy val fs = dir.getFileSystem(hadoopConf)
+  private lazy val writer = new LocationWriter(fs, dir, hadoopConf)
 
   def metadataPath(version: Long): Path = new Path(new Path(dir, version.toString), "_metadata")
 
@@ -108,21 +106,7 @@ final class CheckpointFiles(val checkpointRoot: String, hadoopConf: Configuratio
   }
 
   def write(m: CheckpointMetadata): Unit =
-    writeAtomically(metadataPath(m.version), CheckpointMetadata.toJson(m))
-
-  /** `bytes` at `path`, all or nothing (a crash leaves at most a temporary file). */
-  private def writeAtomically(path: Path, bytes: Array[Byte]): Unit = {
-    fs.mkdirs(path.getParent)
-    val out = fileManager.createAtomic(path, true)
-    try {
-      out.write(bytes)
-      out.close()
-    } catch {
-      case e: Throwable =>
-        out.cancel()
-        throw e
-    }
-  }
+    writer.writeAtomic(metadataPath(m.version), CheckpointMetadata.toJson(m))
 
   def read(version: Long): CheckpointMetadata = {
     val path = metadataPath(version)
@@ -137,7 +121,7 @@ final class CheckpointFiles(val checkpointRoot: String, hadoopConf: Configuratio
 
   /** Records an aborted checkpoint, then drops all but the newest `AbortRecord.Kept` records. */
   def writeAborted(r: AbortRecord): Unit = {
-    writeAtomically(abortedPath(r.version), AbortRecord.toJson(r))
+    writer.writeAtomic(abortedPath(r.version), AbortRecord.toJson(r))
     val found = Option(fs.globStatus(new Path(new Path(dir, "aborted"), "*.json")))
       .getOrElse(Array.empty)
     val byVersion = found.flatMap(s => s.getPath.getName.stripSuffix(".json").toLongOption

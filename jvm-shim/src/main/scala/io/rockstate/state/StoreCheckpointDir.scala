@@ -1,16 +1,14 @@
 package io.rockstate.state
 
 import java.io.{File, FileInputStream, FileOutputStream, InputStream, OutputStream}
-import java.nio.file.{Files, StandardCopyOption, StandardOpenOption}
+import java.nio.file.Files
 import java.util.UUID
 import java.util.zip.CRC32
 
 import scala.util.Using
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.{FileStatus, FileSystem, LocalFileSystem, Path}
-
-import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
+import org.apache.hadoop.fs.{FileStatus, FileSystem, Path}
 
 /**
  * One store's directory in the query's checkpoint location (any Hadoop file system):
@@ -26,7 +24,7 @@ import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileMana
  */
 final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
   private val fs: FileSystem = root.getFileSystem(hadoopConf)
-  private lazy val fileManager = CheckpointFileManager.create(root, hadoopConf)
+  private val writer = new LocationWriter(fs, root, hadoopConf)
 
   val manifestsDir = new Path(root, "manifests")
   val snapshotsDir = new Path(root, "snapshots")
@@ -35,26 +33,11 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
 
   def resolve(relative: String): Path = new Path(root, relative)
 
-  // On the local file system Hadoop forks a process for every file it creates (chmod) and two
-  // more for every FileContext rename (readlink) unless its native library is loaded: most of
-  // a small commit's time. java.nio writes the same files with the same atomicity, no fork.
-  private val onLocalDisk: Boolean = fs.isInstanceOf[LocalFileSystem] &&
-    Option(root.toUri.getScheme).contains("file")
-
-  private def localPath(path: Path): Option[java.nio.file.Path] =
-    if (onLocalDisk) Some(new File(path.toUri.getPath).toPath) else None
-
   /** Copies a local file up, returning its size and CRC32 computed on the bytes sent. */
   def upload(local: File, relative: String): (Long, Long) = {
     val target = resolve(relative)
     val crc = new CRC32()
-    def create(): OutputStream = localPath(target) match {
-      case Some(file) =>
-        Files.createDirectories(file.getParent)
-        Files.newOutputStream(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)
-      case None => fs.create(target, false)
-    }
-    val size = Using.resources(new FileInputStream(local), create()) { (in, out) =>
+    val size = Using.resources(new FileInputStream(local), writer.create(target)) { (in, out) =>
       copy(in, out, crc)
     }
     (size, crc.getValue)
@@ -98,52 +81,13 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
   }
 
   def writeManifest(m: VersionManifest): Long =
-    writeAtomic(manifestPath(m.version), VersionManifest.toJson(m))
+    writer.writeAtomic(manifestPath(m.version), VersionManifest.toJson(m))
 
   /** Writes a snapshot's manifest, returning its path relative to the store directory. */
   def writeSnapshotManifest(m: SnapshotManifest): String = {
     val relative = s"snapshots/${m.version}-${UUID.randomUUID()}.json"
-    writeAtomic(resolve(relative), VersionManifest.toJson(m))
+    writer.writeAtomic(resolve(relative), VersionManifest.toJson(m))
     relative
-  }
-
-  /** Writes a whole small file atomically (temporary file and rename); returns its size. */
-  private def writeAtomic(path: Path, bytes: Array[Byte]): Long = localPath(path) match {
-    case Some(file) => writeAtomicLocal(file, bytes)
-    case None => writeAtomicHadoop(path, bytes)
-  }
-
-  /**
-   * The local file system's atomic write: the temporary file is named as CheckpointFileManager
-   * names it (so cleanup sweeps a crashed writer's), and replaced into place by one rename(2).
-   * A checksum file Hadoop wrote for an earlier content of the same path is dropped first: it
-   * would fail every later read of the new content.
-   */
-  private def writeAtomicLocal(file: java.nio.file.Path, bytes: Array[Byte]): Long = {
-    val dir = file.getParent
-    Files.createDirectories(dir)
-    val name = file.getFileName.toString
-    val tmp = dir.resolve(s".$name.${UUID.randomUUID()}.tmp")
-    try {
-      Files.write(tmp, bytes, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)
-      Files.deleteIfExists(dir.resolve(s".$name.crc"))
-      Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING)
-    } finally Files.deleteIfExists(tmp)
-    bytes.length
-  }
-
-  private def writeAtomicHadoop(path: Path, bytes: Array[Byte]): Long = {
-    fs.mkdirs(path.getParent)
-    val out = fileManager.createAtomic(path, true)
-    try {
-      out.write(bytes)
-      out.close()
-    } catch {
-      case e: Throwable =>
-        out.cancel()
-        throw e
-    }
-    bytes.length
   }
 
   def readSnapshotManifest(relative: String, neededBy: String): SnapshotManifest = {
