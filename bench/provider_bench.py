@@ -7,11 +7,13 @@ input: the first batch fills the state with ``--keys`` keys, every later batch u
 ``--changed`` of them. Per provider it prints throughput (input rows/s over all batches),
 p50/p95 of the state commit time Spark reports (``commitTimeMs``), bytes written to the
 checkpoint's state directory per batch after the first (background snapshot uploads
-included), and the JVM's peak resident memory; then rockstate's ratio against each of the
-others. For rockstate it also prints the bytes its commits wrote on the task's path
-(``rockstateCommitBytes``) and its checkpoints: how many completed or aborted, and the
-spread from the first to the last partition's acknowledgement. Nothing here is asserted: the
-machines are shared, so the numbers are for reading, side by side, from one run.
+included), the files and MB the run leaves in ``state/`` (Hadoop's ``.crc`` sidecars not
+counted: object stores have none), and the JVM's peak resident memory; then rockstate's
+ratio against each of the others. For rockstate it also prints the bytes its commits wrote
+on the task's path (``rockstateCommitBytes``) and its checkpoints: how many completed or
+aborted, and the spread from the first to the last partition's acknowledgement. Nothing here
+is asserted: the machines are shared, so the numbers are for reading, side by side, from one
+run.
 
 ``batch_p50_ms`` is the median batch duration (Spark's ``triggerExecution``) after the
 first; ``commit_*`` is Spark's ``commitTimeMs``, summed over the operator's partitions.
@@ -20,6 +22,23 @@ Small batches on many partitions (Spark's default 200 shuffle partitions, a tiny
 the case where each store's fixed cost (open, load, commit, maintenance) dominates:
 
     python bench/provider_bench.py --keys 200 --changed 200 --partitions 200 --batches 12 \
+        --providers rockstate,spark-rocksdb-changelog
+
+``--s3`` puts every checkpoint on an S3 API server (moto, reached through Hadoop's s3a; the
+jars come from Maven Central, as in the tests: tests/s3.py), where a new file is one PUT and a
+rename a copy plus a delete:
+
+    python bench/provider_bench.py --keys 20000 --changed 2000 --batches 8 --s3 \
+        --providers rockstate,spark-rocksdb-changelog
+
+``--snapshot-every N`` gives both RocksDB providers the same snapshot cadence (rockstate's
+``snapshotInterval``, Spark's ``minDeltasForSnapshot``; with ``--maintenance-interval 200ms``
+Spark's maintenance keeps up with it), and ``--checkpoint-format 2`` runs both on Spark's
+checkpoint format 2 (a unique id per commit). The files-and-bytes case of the issue tracker
+(40 batches, 4 partitions, a snapshot every 2 versions):
+
+    python bench/provider_bench.py --keys 20000 --changed 4000 --partitions 4 --batches 40 \
+        --snapshot-every 2 --maintenance-interval 200ms \
         --providers rockstate,spark-rocksdb-changelog
 
 A provider named ``rockstate:<setting>=<value>[,...]`` runs rockstate with those settings
@@ -75,7 +94,17 @@ def write_input(src: Path, keys: int, changed: int, batches: int) -> list[Path]:
     return files
 
 
-def state_files(checkpoint: Path) -> dict[str, int]:
+def state_files(checkpoint: Path | str) -> dict[str, int]:
+    """Files under the checkpoint's state/ directory (local, or an s3a:// URL) and sizes."""
+    if isinstance(checkpoint, str):
+        import fsspec
+
+        options = json.loads(os.environ["ROCKSTATE_BENCH_S3_OPTIONS"])
+        fs = fsspec.filesystem("s3", **options)
+        root = checkpoint.replace("s3a://", "", 1) + "/state"
+        fs.invalidate_cache()
+        return {p: int(i["size"]) for p, i in fs.find(root, detail=True).items()} \
+            if fs.exists(root) else {}
     root = checkpoint / "state"
     out = {}
     for p in root.rglob("*"):
@@ -114,13 +143,24 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
         # often enough that its snapshot bytes are counted in a run this short, as rockstate's.
         .config("spark.sql.streaming.stateStore.maintenanceInterval", args.maintenance_interval)
     )
+    s3_root = os.environ.get("ROCKSTATE_BENCH_S3_ROOT")
+    for k, v in json.loads(os.environ.get("ROCKSTATE_BENCH_SPARK_CONF", "{}")).items():
+        builder = builder.config(k, v)
     spark = rockstate.configure(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     spark.conf.set("spark.sql.streaming.stateStore.providerClass", provider)
+    if args.checkpoint_format != 1 and base != "hdfs":
+        extra["spark.sql.streaming.stateStore.checkpointFormatVersion"] = \
+            str(args.checkpoint_format)
+    if args.snapshot_every:
+        extra["spark.sql.streaming.stateStore.rockstate.snapshotInterval"] = \
+            str(args.snapshot_every)
+        extra["spark.sql.streaming.stateStore.minDeltasForSnapshot"] = str(args.snapshot_every)
     for k, v in extra.items():
         spark.conf.set(k, v)
     work = Path(args.workdir) / name
-    src, checkpoint = work / "src", work / "checkpoint"
+    src = work / "src"
+    checkpoint: Path | str = f"{s3_root}/{name}/checkpoint" if s3_root else work / "checkpoint"
     src.mkdir(parents=True)
     staged = sorted((Path(args.workdir) / "input" / "staged").glob("*.parquet"))
 
@@ -167,6 +207,9 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
             "stores": len(completed[-1].stores) if completed else 0,
         }
     query.stop()
+    # What the run leaves in the checkpoint's state/ directory (after the last maintenance):
+    # on an object store every file is a request and every listing pays for the count.
+    left = state_files(checkpoint)
     pid = spark.sparkContext._gateway.proc.pid
     result = {
         "provider": name,
@@ -177,6 +220,8 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
         "bytes_per_batch": statistics.mean(written),
         "peak_rss_mb": peak_rss_bytes(pid) / 2**20,
         "commit_path_bytes": statistics.mean(task_bytes),
+        "state_files": len(left),
+        "state_mb": sum(left.values()) / 2**20,
         "checkpoints": checkpoints,
     }
     spark.stop()
@@ -191,8 +236,16 @@ def main() -> int:
     parser.add_argument("--batches", type=int, default=8)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--maintenance-interval", default="2s")
+    parser.add_argument("--checkpoint-format", type=int, default=1,
+                        help="Spark's state checkpoint format (2: unique ids per commit) for "
+                             "both RocksDB providers")
+    parser.add_argument("--snapshot-every", type=int, default=0,
+                        help="snapshot cadence for both RocksDB providers (rockstate's "
+                             "snapshotInterval, Spark's minDeltasForSnapshot); 0: defaults")
     parser.add_argument("--providers", default=",".join(PROVIDERS))
     parser.add_argument("--workdir")
+    parser.add_argument("--s3", action="store_true",
+                        help="checkpoints on an S3 API server (moto) through s3a")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
@@ -200,15 +253,28 @@ def main() -> int:
         print("RESULT " + json.dumps(run_one(args.child, args)))
         return 0
 
+    args.workdir_given = args.workdir is not None
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="rockstate-bench-"))
     args.workdir = str(workdir)
     write_input(workdir / "input" / "src", args.keys, args.changed, args.batches)
+    server = None
+    if args.s3:
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+        from s3 import S3Server
+
+        server = S3Server(process=True).start()
+        conf = server.spark_conf()
+        os.environ["ROCKSTATE_BENCH_SPARK_CONF"] = json.dumps(conf)
+        os.environ["ROCKSTATE_BENCH_S3_ROOT"] = server.url("bench")
+        os.environ["ROCKSTATE_BENCH_S3_OPTIONS"] = json.dumps(server.storage_options())
     results = {}
     for name in args.providers.split(","):
         cmd = [sys.executable, __file__, "--child", name, "--workdir", str(workdir),
                "--keys", str(args.keys), "--changed", str(args.changed),
                "--batches", str(args.batches), "--partitions", str(args.partitions),
-               "--maintenance-interval", args.maintenance_interval]
+               "--maintenance-interval", args.maintenance_interval,
+               "--snapshot-every", str(args.snapshot_every),
+               "--checkpoint-format", str(args.checkpoint_format)]
         out = subprocess.run(cmd, capture_output=True, text=True, env=os.environ, check=False)
         line = next((ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")), None)
         if line is None:
@@ -216,9 +282,12 @@ def main() -> int:
             return 1
         results[name] = json.loads(line[len("RESULT "):])
     cols = ["rows_per_s", "batch_p50_ms", "commit_p50_ms", "commit_p95_ms", "bytes_per_batch",
-            "peak_rss_mb"]
+            "state_files", "state_mb", "peak_rss_mb"]
     print(f"keys={args.keys} changed/batch={args.changed} batches={args.batches} "
-          f"partitions={args.partitions} maintenanceInterval={args.maintenance_interval}")
+          f"partitions={args.partitions} maintenanceInterval={args.maintenance_interval} "
+          f"snapshotEvery={args.snapshot_every or 'default'} "
+          f"checkpointFormatVersion={args.checkpoint_format} "
+          f"checkpoints on {'S3 (moto, s3a)' if args.s3 else 'the local file system'}")
     print(f"{'provider':26}" + "".join(f"{c:>17}" for c in cols))
     for name, r in results.items():
         print(f"{name:26}" + "".join(f"{r[c]:>17.1f}" for c in cols))
@@ -238,7 +307,10 @@ def main() -> int:
                 continue
             ratios = "  ".join(f"{c}={mine[c] / r[c]:.2f}" if r[c] else f"{c}=n/a" for c in cols)
             print(f"rockstate / {name}: {ratios}")
-    shutil.rmtree(workdir, ignore_errors=True)
+    if not args.workdir_given:  # a workdir given is kept, to look at the files
+        shutil.rmtree(workdir, ignore_errors=True)
+    if server is not None:
+        server.stop()
     return 0
 
 

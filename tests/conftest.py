@@ -3,6 +3,11 @@
 One JVM per Python process means one SparkContext at a time, so the sessions are handed out
 by a small manager: every `local[2]` test shares one session, every `local-cluster` test
 shares another, and the cluster tests are ordered last so each session starts once.
+
+Both sessions can reach an S3 API server (moto, in this process) through `s3a://`: a JVM's
+jars are fixed when it starts, so the server and the `hadoop-aws` jars (downloaded once from
+Maven Central, cached) are set up before the first session, and the `s3` fixture hands the
+server to the tests that put their checkpoints there.
 """
 
 from __future__ import annotations
@@ -26,6 +31,16 @@ class Sessions:
     def __init__(self) -> None:
         self.kind: str | None = None
         self.session = None
+        self._s3 = None
+
+    @property
+    def s3(self):
+        """The S3 API server every session of this run can reach (started on first use)."""
+        if self._s3 is None:
+            from s3 import S3Server
+
+            self._s3 = S3Server().start()
+        return self._s3
 
     def get(self, kind: str):
         if self.kind == kind and self.session is not None:
@@ -55,6 +70,7 @@ class Sessions:
             builder = (builder.config(sink + "class", "org.apache.spark.metrics.sink.CsvSink")
                        .config(sink + "period", "2").config(sink + "unit", "seconds")
                        .config(sink + "directory", METRICS_DIR))
+        builder = self.s3.configure(builder)
         self.session = rockstate.configure(
             builder, blockCacheSizeMB=32, snapshotInterval=2).getOrCreate()
         self.session.sparkContext.setLogLevel("ERROR")
@@ -73,6 +89,14 @@ def sessions() -> Iterator[Sessions]:
     s = Sessions()
     yield s
     s.stop()
+    if s._s3 is not None:
+        s._s3.stop()
+
+
+@pytest.fixture()
+def s3(sessions: Sessions):
+    """The S3 API server the sessions reach as `s3a://<bucket>/`."""
+    return sessions.s3
 
 
 @pytest.fixture()

@@ -21,7 +21,7 @@ PROVIDER_KEY = "spark.sql.streaming.stateStore.providerClass"
 
 @dataclass
 class StreamRun:
-    checkpoint: Path
+    checkpoint: Path | str  # a local directory, or a URL (s3a://...)
     outputs: dict[int, list[tuple]] = field(default_factory=dict)
     progress: list[dict] = field(default_factory=list)
 
@@ -48,6 +48,7 @@ def run_stream(
     before_batch: Callable[[int], None] | None = None,
     after_batch: Callable[[int, Any], None] | None = None,
     confs: dict[str, str] | None = None,
+    checkpoint: str | None = None,
 ) -> StreamRun:
     """Feeds ``batches`` (one JSON file each) to ``build(stream)`` and records every batch.
 
@@ -57,11 +58,12 @@ def run_stream(
     checkpoint, as a crashed or redeployed query would be. ``before_batch(i)`` runs while the
     query is live, before batch ``i`` arrives (to kill an executor, say); ``after_batch(i,
     query)`` runs once batch ``i`` is processed. ``confs`` are SQL settings for this query
-    only.
+    only. ``checkpoint`` puts the checkpoint at that URL (an object store, say) instead of
+    ``workdir``.
     """
     src = workdir / f"{name}-src"
     src.mkdir(parents=True, exist_ok=True)
-    run = StreamRun(checkpoint=workdir / f"{name}-checkpoint")
+    run = StreamRun(checkpoint=checkpoint or workdir / f"{name}-checkpoint")
     spark.conf.set(PROVIDER_KEY, provider)
     saved = {k: spark.conf.get(k, None) for k in (confs or {})}
     for k, v in (confs or {}).items():
@@ -116,7 +118,7 @@ def run_stream(
     return run
 
 
-def audit_checkpoint(spark, checkpoint: Path, retained: int) -> list[dict]:
+def audit_checkpoint(spark, checkpoint: Path | str, retained: int) -> list[dict]:
     """rockstate's JVM audit of every store: files referenced, retained versions loadable."""
     jvm = spark.sparkContext._jvm
     reports = json.loads(jvm.io.rockstate.state.StoreAudit.auditCheckpointJson(
@@ -125,7 +127,7 @@ def audit_checkpoint(spark, checkpoint: Path, retained: int) -> list[dict]:
     return reports
 
 
-def assert_checkpoint_sound(spark, checkpoint: Path, retained: int,
+def assert_checkpoint_sound(spark, checkpoint: Path | str, retained: int,
                             orphans_allowed: bool = False) -> None:
     """Every referenced file present, the newest ``retained`` versions load, no strays."""
     for r in audit_checkpoint(spark, checkpoint, retained):
@@ -148,18 +150,30 @@ def state_rows(spark, checkpoint: Path, **options: str) -> list[tuple]:
 def assert_same_as_oracle(spark, build, batches, *, workdir: Path, name: str, schema: str,
                           output_mode: str = "update", restart_at: int | None = 2,
                           sources: int = 1, state_options: Sequence[dict] = ({},),
-                          confs: dict[str, str] | None = None):
-    """Runs the query on HDFSBackedStateStoreProvider and on rockstate; both must agree."""
+                          confs: dict[str, str] | None = None,
+                          checkpoint_root: str | None = None,
+                          storage_options: dict | None = None,
+                          rockstate_confs: dict[str, str] | None = None):
+    """Runs the query on HDFSBackedStateStoreProvider and on rockstate; both must agree.
+
+    ``checkpoint_root`` (a URL) puts rockstate's checkpoint there, and ``storage_options``
+    are fsspec's options to read it; the oracle's stays on local disk. ``rockstate_confs``
+    apply to rockstate's run only (Spark's checkpoint format 2, which the oracle lacks)."""
     import rockstate
 
     runs = {
         p: run_stream(spark, p, build, batches, workdir=workdir, name=f"{name}-{label}",
                       schema=schema, output_mode=output_mode, restart_at=restart_at,
-                      sources=sources, confs=confs)
+                      sources=sources,
+                      confs={**(confs or {}), **(rockstate_confs or {} if p != HDFS else {})},
+                      checkpoint=f"{checkpoint_root}/{name}-{label}"
+                      if checkpoint_root and p != HDFS else None)
         for label, p in (("oracle", HDFS), ("rockstate", rockstate.PROVIDER_CLASS))
     }
     oracle, mine = runs[HDFS], runs[rockstate.PROVIDER_CLASS]
-    assert rockstate.provider_class(mine.checkpoint) == rockstate.PROVIDER_CLASS
+    readable = str(mine.checkpoint).replace("s3a://", "s3://", 1)
+    assert rockstate.provider_class(readable, **(storage_options or {})) == \
+        rockstate.PROVIDER_CLASS
     assert oracle.all_rows(), f"{name}: the oracle produced no output; the case tests nothing"
     assert mine.outputs == oracle.outputs, f"{name}: outputs differ from the oracle"
     assert len(mine.outputs) >= len(batches), f"{name}: expected a result for every batch"

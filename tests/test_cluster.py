@@ -78,8 +78,9 @@ def _batches(n: int) -> list[list[dict]]:
 
 
 def _run_with_kill(spark, workdir: Path, name: str, n: int, kill_before: int,
-                   confs: dict[str, str] | None = None):
-    """Runs the oracle and rockstate; SIGKILLs an executor JVM before batch ``kill_before``."""
+                   confs: dict[str, str] | None = None, checkpoint: str | None = None):
+    """Runs the oracle and rockstate; SIGKILLs an executor JVM before batch ``kill_before``.
+    ``confs`` apply to rockstate's run only; ``checkpoint`` puts its checkpoint at that URL."""
     app_id = spark.sparkContext.applicationId
     batches = _batches(n)
     oracle = run_stream(spark, HDFS, _build, batches, workdir=workdir, name=f"{name}-oracle",
@@ -91,7 +92,8 @@ def _run_with_kill(spark, workdir: Path, name: str, n: int, kill_before: int,
             _kill_an_executor(app_id, killed)
 
     mine = run_stream(spark, rockstate.PROVIDER_CLASS, _build, batches, workdir=workdir,
-                      name=name, schema=SCHEMA, before_batch=kill_an_executor, confs=confs)
+                      name=name, schema=SCHEMA, before_batch=kill_an_executor, confs=confs,
+                      checkpoint=checkpoint)
     assert killed, "the executor was not killed"
     assert mine.outputs == oracle.outputs
     # Killed uploads leave orphans (collected after the grace period); nothing is missing.

@@ -105,12 +105,15 @@ def test_verify_finds_a_truncated_sst(copy: Path):
     assert any(p.path.endswith(sst.name) and "truncated" in p.what for p in problems), problems
 
 
-def test_verify_finds_a_corrupt_manifest(copy: Path):
-    manifest = copy / "state" / "0" / "1" / "manifests" / "4.json"
-    manifest.write_text(manifest.read_text()[:40])
+def test_verify_finds_a_truncated_version_file(copy: Path):
+    loc = CheckpointLocation(str(copy))
+    store = next(s for s in loc.stores() if s.partition == 1)
+    entry = loc.landed(store, 4)
+    version_file = Path(store.path) / entry.path
+    version_file.write_bytes(version_file.read_bytes()[:-10])
     problems = rockstate.verify(str(copy)).problems
-    assert [p.path for p in problems] == ["manifests/4.json"]
-    assert "not valid JSON" in problems[0].what and problems[0].versions == (4,)
+    assert problems and problems[0].path == entry.path
+    assert "trailer" in problems[0].what and problems[0].versions == (4,)
 
 
 def test_verify_finds_a_missing_changelog(copy: Path):

@@ -36,9 +36,10 @@ def test_query_state_lives_in_rockstate(spark, workdir: Path):
         BATCHES[:3], workdir=workdir, name="agg", schema=SCHEMA)
     # Spark records the provider of a checkpoint in its offset log and keeps it on restart.
     assert rockstate.provider_class(run.checkpoint) == rockstate.PROVIDER_CLASS
-    manifests = sorted(p.name for p in (run.checkpoint / "state" / "0" / "0" / "manifests")
-                       .glob("*.json"))
-    assert manifests == ["1.json", "2.json", "3.json"]
+    # One version file per commit: its lineage and the batch's changes.
+    versions = sorted(p.name.split("-")[0] for p in
+                      (run.checkpoint / "state" / "0" / "0" / "versions").glob("*.rsv"))
+    assert versions == ["1", "2", "3"]
     metrics = run.progress[-1]["stateOperators"][0]["customMetrics"]
     assert metrics["rockstateCommitBytes"] > 0
     assert metrics["rockstateChangelogRecords"] > 0

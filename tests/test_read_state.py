@@ -297,6 +297,7 @@ def test_a_format_1_version_reads_its_listed_snapshot_not_empty_state(spark, che
     from them, as the JVM and ``verify`` do, never as an empty store."""
     import json
     import shutil
+    import zlib
 
     copy = tmp_path / "copy"
     shutil.copytree(checkpoints["agg"], copy)
@@ -308,13 +309,24 @@ def test_a_format_1_version_reads_its_listed_snapshot_not_empty_state(spark, che
         if not snapshots:
             continue
         snap = json.loads(snapshots[0].read_text())
-        m = json.loads((Path(store.path) / "manifests" / "4.json").read_text())
-        legacy = {k: m[k] for k in ("version", "operatorId", "partitionId", "storeName",
-                                    "numKeys", "useColumnFamilies", "columnFamilies",
-                                    "createdAtMs", "writer")}
-        legacy.update(formatVersion=1, files=snap["files"], stats=snap["stats"])
+        # Format 3 packs RocksDB's small files into the snapshot manifest; format 1 listed them.
+        relative = f"snapshots/{snapshots[0].name}"
+        meta = loc.snapshot_manifest(store, relative, "test").meta_files(relative)
+        (Path(store.path) / "meta" / "4-legacy").mkdir(parents=True)
+        for name, content in meta:
+            (Path(store.path) / "meta" / "4-legacy" / name).write_bytes(content)
+            snap["files"].append({"localName": name, "path": f"meta/4-legacy/{name}",
+                                  "size": len(content), "crc32": zlib.crc32(content),
+                                  "kind": "meta"})
+        # What rockstate 0.1 wrote for a version: the snapshot's files in its manifest.
+        legacy = {"formatVersion": 1, "version": 4, "operatorId": store.operator,
+                  "partitionId": store.partition, "storeName": store.name,
+                  "numKeys": loc.manifest(store, 4).num_keys, "useColumnFamilies": False,
+                  "columnFamilies": snap["columnFamilies"], "files": snap["files"],
+                  "stats": snap["stats"], "createdAtMs": 0, "writer": "rockstate-jvm"}
+        # Written after version 4's version file, so it is the attempt that landed.
+        (Path(store.path) / "manifests").mkdir(exist_ok=True)
         (Path(store.path) / "manifests" / "4.json").write_text(json.dumps(legacy))
-        (Path(store.path) / "manifests" / ".4.json.crc").unlink(missing_ok=True)
         converted += 1
     assert converted, "no store snapshotted version 4; the case tests nothing"
     assert rockstate.verify(str(copy)).ok

@@ -1,4 +1,4 @@
-"""rockstate's checkpoint format, read from Python: manifests and changelog files.
+"""rockstate's checkpoint format, read from Python: version files, manifests, changelogs.
 
 docs/checkpoint-format.md is the one description of the format; this module follows it and
 the JVM side writes it. A newer ``formatVersion`` than this module knows is refused.
@@ -8,13 +8,19 @@ from __future__ import annotations
 
 import json
 import struct
+import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rockstate.errors import CorruptCheckpointError
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 CHANGELOG_MAGIC = b"RSCL"
+VERSION_MAGIC = b"RSVF"
+VERSION_END = b"RSVE"
+VERSION_LAYOUT = 1
+_VERSION_HEAD = 9  # magic, layout byte, header length
+_VERSION_TRAILER = 8  # CRC32, end magic
 CHANGELOG_FORMAT = 1
 CODECS = {0: None, 1: "zstd"}
 OPS = {1: "put", 2: "merge", 3: "delete", 4: "deleteRange"}
@@ -75,8 +81,31 @@ class SnapshotManifest:
     num_keys: int
     use_column_families: bool
     column_families: dict[str, int]
-    files: tuple[StateFile, ...]
+    files: tuple[StateFile, ...]  # SSTs (format 2: and the small files, kind "meta")
     stats: dict
+    meta_pack: dict | None = None  # format 3: the small files, packed ({size, crc32, data})
+
+    def meta_files(self, where: str) -> list[tuple[str, bytes]]:
+        """The snapshot's small RocksDB files from its inline meta pack (format 3), checked;
+        empty for format 2, whose ``files`` list them."""
+        if self.meta_pack is None:
+            return []
+        import base64
+        import binascii
+
+        try:
+            data = base64.b64decode(self.meta_pack["data"], validate=True)
+        except (binascii.Error, ValueError, KeyError, TypeError):
+            raise CorruptCheckpointError(
+                f"the meta pack of {where} is not valid base64; the manifest is damaged."
+            ) from None
+        if len(data) != int(self.meta_pack["size"]) or \
+                zlib.crc32(data) != int(self.meta_pack["crc32"]):
+            raise CorruptCheckpointError(
+                f"the meta pack of {where} is damaged: expected {self.meta_pack['size']} bytes "
+                f"with CRC32 {self.meta_pack['crc32']}, found {len(data)} with CRC32 "
+                f"{zlib.crc32(data)}.")
+        return unpack_meta(data, where)
 
 
 def load_document(data: bytes, where: str, newest: int = FORMAT_VERSION,
@@ -108,7 +137,10 @@ def _families(items: list) -> dict[str, int]:
 
 
 def parse_version_manifest(data: bytes, where: str) -> VersionManifest:
+    """A format 1 or 2 manifest (``manifests/<version>.json``), or a version file's header."""
     doc = load_document(data, where)
+    if doc["formatVersion"] >= 3 and not isinstance(doc.get("commit"), dict):
+        raise CorruptCheckpointError(f"manifest {where} has no commit; it is corrupt.")
     try:
         snapshot = doc.get("snapshot")
         return VersionManifest(
@@ -132,6 +164,116 @@ def parse_version_manifest(data: bytes, where: str) -> VersionManifest:
             f"manifest {where} is missing or has a bad field ({e!r}); it is corrupt.") from None
 
 
+def is_version_file(path: str) -> bool:
+    """Whether a store-relative path names a version file (format 3)."""
+    return path.startswith("versions/")
+
+
+def _version_corrupt(where: str, why: str) -> CorruptCheckpointError:
+    return CorruptCheckpointError(
+        f"version file {where} is damaged ({why}). Restore the file or restart the query from "
+        "an earlier version.")
+
+
+def version_header_length(prefix: bytes, where: str) -> int:
+    """How many bytes a version file's start (magic, layout, header) takes, from its first 9."""
+    if len(prefix) < _VERSION_HEAD or prefix[:4] != VERSION_MAGIC:
+        raise _version_corrupt(where, "not a rockstate version file")
+    if prefix[4] != VERSION_LAYOUT:
+        raise _version_corrupt(where, f"unknown version file layout {prefix[4]}")
+    (n,) = struct.unpack_from(">i", prefix, 5)
+    if n <= 0 or n > 64 << 20:
+        raise _version_corrupt(where, f"header length {n} out of range")
+    return _VERSION_HEAD + n
+
+
+def parse_version_header(prefix: bytes, where: str) -> VersionManifest:
+    """A version file's header from the file's first bytes (at least its header): the lineage
+    without the file's own changes. The trailer is not checked; ``parse_version_file`` does."""
+    end = version_header_length(prefix, where)
+    if len(prefix) < end:
+        raise _version_corrupt(where, "it ends inside its header")
+    m = parse_version_manifest(prefix[_VERSION_HEAD:end], where)
+    if m.format_version < 3:
+        raise _version_corrupt(where, f"its header has format {m.format_version}")
+    return m
+
+
+def with_own_changes(m: VersionManifest, path: str, size: int, crc32: int) -> VersionManifest:
+    """The lineage ending with the version file's own changes, unless its snapshot is of this
+    very version (taken on the commit path): then they are in the snapshot already."""
+    if m.snapshot is not None and m.snapshot.version >= m.version:
+        return m
+    own = ChangelogRef(m.version, path, size, crc32, int(m.commit["changelogRecords"]))
+    return replace(m, changelogs=(*m.changelogs, own))
+
+
+def check_version_file(data: bytes, where: str) -> None:
+    """Raises CorruptCheckpointError unless ``data`` is a whole version file whose trailer's
+    CRC32 matches every byte before it."""
+    if len(data) < _VERSION_HEAD + _VERSION_TRAILER:
+        raise _version_corrupt(where, "it is shorter than a header")
+    if data[-4:] != VERSION_END:
+        raise _version_corrupt(where, "it does not end with its trailer (cut short?)")
+    (expected,) = struct.unpack_from(">I", data, len(data) - _VERSION_TRAILER)
+    found = zlib.crc32(memoryview(data)[:len(data) - _VERSION_TRAILER])
+    if found != expected:
+        raise _version_corrupt(where, f"its CRC32 is {found}, its trailer says {expected}")
+
+
+def parse_version_file(data: bytes, path: str, where: str) -> VersionManifest:
+    """A whole version file (``versions/<version>-<id>.rsv``), checked; its lineage ends with
+    its own changes."""
+    check_version_file(data, where)
+    m = parse_version_header(data, where)
+    return with_own_changes(m, path, len(data), zlib.crc32(data))
+
+
+def changes_of(data: bytes, path: str, where: str) -> bytes:
+    """The changelog bytes a lineage link holds: a changelog file is one; a (checked) version
+    file embeds one between its header and its trailer."""
+    if not is_version_file(path):
+        return data
+    return data[version_header_length(data, where):len(data) - _VERSION_TRAILER]
+
+
+META_PACK_MAGIC = b"RSMP"
+
+
+def unpack_meta(data: bytes, where: str) -> list[tuple[str, bytes]]:
+    """The files of a meta pack (a snapshot manifest's ``metaPack``): RocksDB's small files of
+    one snapshot, as (name, content). Raises CorruptCheckpointError for a damaged pack."""
+    def corrupt(why: str) -> CorruptCheckpointError:
+        return CorruptCheckpointError(f"the meta pack of {where} is damaged ({why}).")
+
+    if len(data) < 5 or data[:4] != META_PACK_MAGIC:
+        raise corrupt("not a rockstate meta pack")
+    if data[4] != 1:
+        raise corrupt(f"unknown format {data[4]}")
+    import pyarrow as pa
+
+    try:
+        body = bytes(pa.CompressedInputStream(pa.BufferReader(data[5:]), "zstd").read())
+    except (OSError, pa.ArrowException) as e:
+        raise corrupt(f"zstd: {e}") from None
+    try:
+        (count,) = struct.unpack_from(">i", body, 0)
+        pos, out = 4, []
+        for _ in range(count):
+            (n,) = struct.unpack_from(">i", body, pos)
+            name = body[pos + 4:pos + 4 + n].decode()
+            pos += 4 + n
+            (length,) = struct.unpack_from(">q", body, pos)
+            pos += 8
+            if "/" in name or name.startswith(".") or pos + length > len(body):
+                raise corrupt(f"bad entry {name!r}")
+            out.append((name, body[pos:pos + length]))
+            pos += length
+    except (struct.error, UnicodeDecodeError) as e:
+        raise corrupt(str(e)) from None
+    return out
+
+
 def parse_snapshot_manifest(data: bytes, where: str) -> SnapshotManifest:
     doc = load_document(data, where)
     try:
@@ -143,6 +285,7 @@ def parse_snapshot_manifest(data: bytes, where: str) -> SnapshotManifest:
             column_families=_families(doc["columnFamilies"]),
             files=_files(doc["files"]),
             stats=doc.get("stats") or {},
+            meta_pack=doc["metaPack"] if doc["formatVersion"] >= 3 else None,
         )
     except (KeyError, TypeError, ValueError) as e:
         raise CorruptCheckpointError(

@@ -7,6 +7,7 @@ snapshots and changelogs as docs/checkpoint-format.md lays them out.
 
 from __future__ import annotations
 
+import json
 import posixpath
 from dataclasses import dataclass
 from typing import Any
@@ -19,10 +20,14 @@ from rockstate.format import (
     SnapshotManifest,
     VersionManifest,
     parse_snapshot_manifest,
+    parse_version_file,
     parse_version_manifest,
 )
 
 DEFAULT_STORE = "default"
+# The order of a stream-stream join's four stores in Spark's per-partition state id arrays.
+JOIN_STORE_ORDER = ("left-keyToNumValues", "left-keyWithIndexToValue", "right-keyToNumValues",
+                    "right-keyWithIndexToValue")
 
 
 @dataclass(frozen=True, order=True)
@@ -44,6 +49,8 @@ class CheckpointLocation:
     def __init__(self, url: str, **storage_options: Any) -> None:
         self.url = url
         self.fs, self.root = fsspec.core.url_to_fs(url, **storage_options)
+        # Spark's commit log entries read so far (they never change once written).
+        self._recorded: dict[int, dict[int, list[list[str]]]] = {}
         if not self.fs.isdir(self.root):
             raise CorruptCheckpointError(
                 f"{url} is not a directory; give the query's checkpointLocation.")
@@ -62,20 +69,24 @@ class CheckpointLocation:
         return sorted(int(d) for d in self._dirs(self._path("state")) if d.isdigit())
 
     def stores(self, operator: int | None = None) -> list[StoreRef]:
-        """rockstate stores (directories with ``manifests/``), optionally of one operator."""
+        """rockstate stores (directories with ``versions/`` or, written by rockstate before
+        format 3, ``manifests/``), optionally of one operator."""
         out = []
         for op in self.operators() if operator is None else [operator]:
             for part in self._dirs(self._path("state", str(op))):
                 if not part.isdigit():
                     continue
                 base = self._path("state", str(op), part)
-                if self.fs.isdir(posixpath.join(base, "manifests")):
+                if self._is_store(base):
                     out.append(StoreRef(op, int(part), DEFAULT_STORE, base))
                 for name in self._dirs(base):
                     sub = posixpath.join(base, name)
-                    if self.fs.isdir(posixpath.join(sub, "manifests")):
+                    if self._is_store(sub):
                         out.append(StoreRef(op, int(part), name, sub))
         return sorted(out)
+
+    def _is_store(self, path: str) -> bool:
+        return any(self.fs.isdir(posixpath.join(path, d)) for d in ("versions", "manifests"))
 
     def read(self, store: StoreRef, relative: str, needed_by: str) -> bytes:
         """A file of a store; a missing one is an error naming what needs it."""
@@ -94,15 +105,75 @@ class CheckpointLocation:
         return sorted(posixpath.basename(p) for p in self.fs.ls(path, detail=False)
                       if p.endswith(suffix) and not posixpath.basename(p).startswith("."))
 
-    def versions(self, store: StoreRef) -> list[int]:
-        """Committed versions (those with a manifest), ascending."""
-        names = self._listing(store, "manifests", ".json")
-        return sorted(int(n[:-5]) for n in names if n[:-5].isdigit())
+    def version_entries(self, store: StoreRef) -> list[VersionEntry]:
+        """Every version file and format 1/2 manifest present (several per version: attempts),
+        by version."""
+        out = []
+        for sub, suffix in (("versions", ".rsv"), ("manifests", ".json")):
+            path = posixpath.join(store.path, sub)
+            if not self.fs.isdir(path):
+                continue
+            for info in self.fs.ls(path, detail=True):
+                name = posixpath.basename(info["name"])
+                head = name[:-len(suffix)] if sub == "manifests" else name.split("-", 1)[0]
+                if name.endswith(suffix) and not name.startswith(".") and head.isdigit():
+                    out.append(VersionEntry(int(head), f"{sub}/{name}", _mtime(info),
+                                            int(info["size"])))
+        return sorted(out, key=lambda e: (e.version, e.mtime, e.path))
 
-    def manifest(self, store: StoreRef, version: int) -> VersionManifest:
-        rel = f"manifests/{version}.json"
-        return parse_version_manifest(self.read(store, rel, f"version {version}"),
-                                      posixpath.join(store.path, rel))
+    def versions(self, store: StoreRef) -> list[int]:
+        """Committed versions (those with a version file or manifest), ascending."""
+        return sorted({e.version for e in self.version_entries(store)})
+
+    def recorded_state_ids(self, batch_id: int) -> dict[int, list[list[str]]]:
+        """The state checkpoint ids Spark's commit log records for ``batch_id`` (checkpoint
+        format 2): operator -> one list of store ids per partition; empty for format 1."""
+        if batch_id not in self._recorded:
+            try:
+                data = self.fs.cat_file(self._path("commits", str(batch_id)))
+                lines = data.decode().splitlines()
+                ids = json.loads(lines[1]).get("stateUniqueIds") if len(lines) > 1 else None
+            except (FileNotFoundError, ValueError):
+                ids = None
+            self._recorded[batch_id] = {int(op): parts for op, parts in (ids or {}).items()}
+        return self._recorded[batch_id]
+
+    def landed(self, store: StoreRef, version: int,
+               entries: list[VersionEntry] | None = None) -> VersionEntry:
+        """The attempt of ``version`` that counts: the one Spark's commit log recorded
+        (checkpoint format 2), else the one the storage wrote last (``landed``).
+        ``entries`` is the store's listing, when the caller has it already."""
+        listing = self.version_entries(store) if entries is None else entries
+        attempts = [e for e in listing if e.version == version]
+        parts = self.recorded_state_ids(version - 1).get(store.operator, [])
+        ids = parts[store.partition] if store.partition < len(parts) else []
+        index = 0 if len(ids) == 1 else (
+            JOIN_STORE_ORDER.index(store.name) if store.name in JOIN_STORE_ORDER else -1)
+        if 0 <= index < len(ids):
+            path = f"versions/{version}-{ids[index]}.rsv"
+            found = next((e for e in attempts if e.path == path), None)
+            if found is None:
+                raise CorruptCheckpointError(
+                    f"version {version} of {store}: Spark's commit log records the state id "
+                    f"{ids[index]}, but {path} is missing from the checkpoint location.")
+            return found
+        found = landed(attempts)
+        if found is None:
+            raise CorruptCheckpointError(
+                f"version {version} of {store} has no version file nor manifest in the "
+                "checkpoint location.")
+        return found
+
+    def manifest(self, store: StoreRef, version: int,
+                 entry: VersionEntry | None = None) -> VersionManifest:
+        """A version's manifest, its lineage complete: a version file is read whole and
+        checked; a format 1/2 manifest is read as it is."""
+        e = entry or self.landed(store, version)
+        data = self.read(store, e.path, f"version {version}")
+        where = posixpath.join(store.path, e.path)
+        if e.is_legacy:
+            return parse_version_manifest(data, where)
+        return parse_version_file(data, e.path, where)
 
     def snapshots(self, store: StoreRef) -> list[str]:
         """Snapshot manifests (``snapshots/<version>-<id>.json``) relative to the store, oldest
@@ -176,6 +247,42 @@ class CheckpointLocation:
         } for c in self.checkpoints()]
         return {"location": self.url, "operators": self.operators(), "stores": stores,
                 "checkpoints": checkpoints}
+
+
+@dataclass(frozen=True)
+class VersionEntry:
+    """A version file (``versions/<version>-<id>.rsv``) or format 1/2 manifest present."""
+
+    version: int
+    path: str  # relative to the store
+    mtime: float  # seconds, as the file system reports it
+    size: int
+
+    @property
+    def is_legacy(self) -> bool:
+        return self.path.startswith("manifests/")
+
+
+def landed(attempts: list[VersionEntry]) -> VersionEntry | None:
+    """Of several attempts of one version, the one the storage wrote last (then the greatest
+    name): the JVM's rule (``VersionEntry.landed``), so every reader picks the same."""
+    return max(attempts, key=lambda e: (e.mtime, e.path), default=None)
+
+
+def _mtime(info: dict) -> float:
+    """A listing entry's modification time in seconds, whatever fsspec backend listed it."""
+    for key in ("mtime", "LastModified", "last_modified", "updated", "created"):
+        value = info.get(key)
+        if value is None:
+            continue
+        if hasattr(value, "timestamp"):
+            return float(value.timestamp())
+        if isinstance(value, str):
+            from datetime import datetime
+
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        return float(value)
+    return 0.0
 
 
 def _snapshot_order(name: str) -> tuple[int, str]:

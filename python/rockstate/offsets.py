@@ -5,20 +5,22 @@ from __future__ import annotations
 import json
 import posixpath
 from pathlib import Path
+from typing import Any
 
 import fsspec
 
 from rockstate.errors import RockstateError
 
 
-def recorded_confs(checkpoint_location: str | Path, batch_id: int | None = None) -> dict[str, str]:
+def recorded_confs(checkpoint_location: str | Path, batch_id: int | None = None,
+                   **storage_options: Any) -> dict[str, str]:
     """The session confs Spark wrote into the offset log of ``batch_id`` (default: the latest),
-    read from a local path or any fsspec URL.
+    read from a local path or any fsspec URL (``storage_options`` go to its file system).
 
     Spark records the state store provider there when a query starts and keeps using that
     provider on restart, so this is the ground truth of which provider a query runs on.
     """
-    fs, root = fsspec.core.url_to_fs(str(checkpoint_location))
+    fs, root = fsspec.core.url_to_fs(str(checkpoint_location), **storage_options)
     offsets = posixpath.join(root, "offsets")
     names = [posixpath.basename(p) for p in fs.ls(offsets, detail=False)] \
         if fs.isdir(offsets) else []
@@ -37,9 +39,9 @@ def recorded_confs(checkpoint_location: str | Path, batch_id: int | None = None)
     return dict(meta.get("conf", {}))
 
 
-def provider_class(checkpoint_location: str | Path) -> str:
+def provider_class(checkpoint_location: str | Path, **storage_options: Any) -> str:
     """The state store provider class a query's checkpoint is bound to."""
-    confs = recorded_confs(checkpoint_location)
+    confs = recorded_confs(checkpoint_location, **storage_options)
     key = "spark.sql.streaming.stateStore.providerClass"
     if key not in confs:
         raise RockstateError(f"rockstate: the offset log of {checkpoint_location} names no {key}")

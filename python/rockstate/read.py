@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from rockstate import spark_rocksdb
 from rockstate.errors import CorruptCheckpointError, RockstateError
-from rockstate.format import StateFile, changelog_records
+from rockstate.format import SnapshotManifest, StateFile, changelog_records, changes_of
 from rockstate.location import DEFAULT_STORE, CheckpointLocation, StoreRef
 from rockstate.state_schema import family_schemas, v2_schemas
 from rockstate.unsaferow import decode_rows
@@ -67,6 +67,19 @@ def _stage_files(loc: CheckpointLocation, store: StoreRef, files: tuple[StateFil
         (into / f.local_name).write_bytes(data)
 
 
+def stage_snapshot(loc: CheckpointLocation, store: StoreRef, snapshot: SnapshotManifest,
+                   path: str, into: Path, version: int) -> None:
+    """Lays a snapshot out in ``into`` as a plain RocksDB directory: its files, each checked,
+    and (format 3) the small files packed in its manifest at ``path``."""
+    _stage_files(loc, store, snapshot.files, into, version)
+    for name, content in snapshot.meta_files(posixpath.join(store.path, path)):
+        (into / name).write_bytes(content)
+    if not (into / "CURRENT").is_file():  # RocksDB needs it; never read as empty state
+        raise CorruptCheckpointError(
+            f"the snapshot {posixpath.join(store.path, path)} of version {version} of {store} "
+            "has no RocksDB CURRENT file; it is damaged.")
+
+
 def store_entries(loc: CheckpointLocation, store: StoreRef, version: int) -> dict[bytes, bytes]:
     """Every key and value of one store at ``version``, as RocksDB holds them."""
     from rocksdict import AccessType, Rdict
@@ -80,12 +93,14 @@ def store_entries(loc: CheckpointLocation, store: StoreRef, version: int) -> dic
                              "yet.")
     entries: dict[bytes, bytes] = {}
     # Format 1 versions list their full snapshot's files themselves.
-    files = m.files if m.format_version == 1 else (
-        loc.snapshot_manifest(store, m.snapshot.path, f"version {version}").files
-        if m.snapshot is not None else None)
-    if files is not None:
+    if m.format_version == 1 or m.snapshot is not None:
         with tempfile.TemporaryDirectory(prefix="rockstate-read-") as tmp:
-            _stage_files(loc, store, files, Path(tmp), version)
+            if m.snapshot is None:  # format 1
+                _stage_files(loc, store, m.files, Path(tmp), version)
+            else:
+                stage_snapshot(loc, store, loc.snapshot_manifest(
+                    store, m.snapshot.path, f"version {version}"), m.snapshot.path, Path(tmp),
+                    version)
             db = Rdict(tmp, access_type=AccessType.read_only())
             try:
                 entries = dict(db.items())
@@ -97,7 +112,8 @@ def store_entries(loc: CheckpointLocation, store: StoreRef, version: int) -> dic
             raise CorruptCheckpointError(
                 f"{posixpath.join(store.path, c.path)}, needed by version {version} of {store}, "
                 "does not match its manifest; the checkpoint is damaged.")
-        for op, key, value in changelog_records(data, posixpath.join(store.path, c.path)):
+        where = posixpath.join(store.path, c.path)
+        for op, key, value in changelog_records(changes_of(data, c.path, where), where):
             if op == "put":
                 entries[key] = value  # type: ignore[assignment]
             elif op == "delete":

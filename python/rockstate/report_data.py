@@ -2,7 +2,7 @@
 
 For a rockstate checkpoint: completed checkpoints (their ``_metadata``), aborted ones (the
 driver's abort records, and the live view's for a running query), pending ones (live view
-only), and each store's version manifests (commit time and changelog bytes per batch). For a
+only), and each store's version files (commit time and changelog bytes per batch). For a
 checkpoint of Spark's own ``RocksDBStateStoreProvider``: each store's versions, changelog and
 snapshot sizes, and which SST files each snapshot uploaded or shared. Nothing here needs Spark.
 """
@@ -15,7 +15,13 @@ from dataclasses import dataclass, field
 
 from rockstate import spark_rocksdb
 from rockstate.checkpoints import Checkpoint, QueryCheckpoints
-from rockstate.format import parse_version_manifest
+from rockstate.errors import CorruptCheckpointError
+from rockstate.format import (
+    is_version_file,
+    parse_version_header,
+    parse_version_manifest,
+    version_header_length,
+)
 from rockstate.location import DEFAULT_STORE, CheckpointLocation, StoreRef
 from rockstate.offsets import provider_class
 
@@ -137,22 +143,47 @@ def merge_live(offline: QueryCheckpoints, live: QueryCheckpoints | None) -> Quer
         untracked_reason=live.untracked_reason)
 
 
+# A version file's header is a few KB: one ranged read of this much gets it almost always.
+_HEADER_READ = 64 * 1024
+
+
+def _version_headers(loc: CheckpointLocation, store: StoreRef
+                     ) -> list[tuple[int, str, bytes]]:
+    """Each version's (landed attempt's) manifest bytes: a format 1/2 manifest whole, a version
+    file's start up to its header's end. Batched reads: on an object store fsspec fetches them
+    concurrently. Versions dropped by cleanup between the listing and the read are skipped."""
+    entries = loc.version_entries(store)
+    chosen = []
+    for v in sorted({e.version for e in entries}):
+        try:
+            chosen.append(loc.landed(store, v, entries))
+        except CorruptCheckpointError:
+            continue  # the report shows what is there; `rockstate verify` names what is not
+    paths = [posixpath.join(store.path, e.path) for e in chosen]
+    ends = [None if e.is_legacy else min(e.size, _HEADER_READ) for e in chosen]
+    if not paths:
+        return []
+    found = loc.fs.cat_ranges(paths, [0] * len(paths), ends, on_error="return")
+    out = []
+    for e, path, data in zip(chosen, paths, found, strict=True):
+        if not isinstance(data, bytes):
+            continue
+        if not e.is_legacy and len(data) < version_header_length(data, path):
+            data = loc.fs.cat_file(path)
+        out.append((e.version, e.path, data))
+    return out
+
+
 def _rockstate_stores(loc: CheckpointLocation, latest: Checkpoint | None, each: Progress
                       ) -> tuple[tuple[CommitFigure, ...], tuple[StoreSize, ...]]:
     acked = {(s.operator, s.partition, s.store): s for s in (latest.stores if latest else ())}
     commits: list[CommitFigure] = []
     sizes: list[StoreSize] = []
     for store in each(loc.stores()):
-        versions = loc.versions(store)
-        paths = [posixpath.join(store.path, f"manifests/{v}.json") for v in versions]
-        # One batched read: on an object store fsspec fetches them concurrently.
-        found = loc.fs.cat(paths, on_error="return") if paths else {}
         newest = None
-        for v, path in zip(versions, paths, strict=True):
-            data = found.get(path)
-            if not isinstance(data, bytes):
-                continue  # dropped by cleanup between the listing and the read
-            m = parse_version_manifest(data, path)
+        for v, path, data in _version_headers(loc, store):
+            m = (parse_version_header(data, path) if is_version_file(path)
+                 else parse_version_manifest(data, path))
             commit = m.commit or {}
             commits.append(CommitFigure(
                 store.operator, store.partition, store.name, v,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from rockstate.checkpoints import parse_checkpoint_metadata
 from rockstate.errors import CorruptCheckpointError
-from rockstate.format import changelog_records
+from rockstate.format import changelog_records, changes_of
 from rockstate.location import CheckpointLocation, StoreRef
 
 
@@ -112,12 +112,19 @@ def _verify_store(loc: CheckpointLocation, store: StoreRef, report: VerifyReport
         if version is not None:
             entry[3].add(version)
 
-    for v in loc.versions(store):
+    entries = loc.version_entries(store)
+    for v in sorted({e.version for e in entries}):
         report.versions += 1
         try:
-            m = loc.manifest(store, v)
+            entry = loc.landed(store, v, entries)
+        except CorruptCheckpointError as e:  # the attempt Spark recorded is missing
+            report.problems.append(Problem(name, f"versions/{v}-*.rsv", str(e), (v,)))
+            continue
+        try:
+            # A version file is read and checked whole here (trailer and CRC32).
+            m = loc.manifest(store, v, entry)
         except CorruptCheckpointError as e:
-            report.problems.append(Problem(name, f"manifests/{v}.json", str(e), (v,)))
+            report.problems.append(Problem(name, entry.path, str(e), (v,)))
             continue
         for f in m.files:  # format 1
             need(f.path, f.size, f.crc32, f.kind, v)
@@ -128,6 +135,7 @@ def _verify_store(loc: CheckpointLocation, store: StoreRef, report: VerifyReport
     for path, versions in sorted(snapshots.items()):
         try:
             s = loc.snapshot_manifest(store, path, "verify")
+            s.meta_files(path)  # format 3: its packed small files, checked and unpacked
         except CorruptCheckpointError as e:
             report.problems.append(Problem(name, path, str(e), tuple(sorted(versions))))
             continue
@@ -153,10 +161,10 @@ def _check_file(loc: CheckpointLocation, store: StoreRef, path: str, size: int, 
     found = zlib.crc32(data)
     if found != crc:
         return f"CRC32 {found}, the manifest says {crc} (damaged)"
-    if kind == "changelog":
-        try:
-            for _ in changelog_records(data, path):
+    try:
+        if kind == "changelog":
+            for _ in changelog_records(changes_of(data, path, path), path):
                 pass
-        except CorruptCheckpointError as e:
-            return str(e)
+    except CorruptCheckpointError as e:
+        return str(e)
     return None

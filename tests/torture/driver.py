@@ -208,7 +208,7 @@ def _check_completed(loc) -> dict:
 
     from rocksdict import AccessType, Rdict
 
-    from rockstate.read import _stage_files, store_entries
+    from rockstate.read import stage_snapshot, store_entries
 
     checked, wrong = 0, []
 
@@ -221,7 +221,7 @@ def _check_completed(loc) -> dict:
                 continue
             snap = loc.snapshot_manifest(store, st.snapshot_manifest, f"checkpoint {cp.version}")
             with tempfile.TemporaryDirectory() as tmp:
-                _stage_files(loc, store, snap.files, Path(tmp), cp.version)
+                stage_snapshot(loc, store, snap, st.snapshot_manifest, Path(tmp), cp.version)
                 db = Rdict(tmp, access_type=AccessType.read_only())
                 try:
                     entries = dict(db.items())

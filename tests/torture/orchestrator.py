@@ -30,11 +30,11 @@ STOP_SECONDS = 14  # past spark.network.timeout (10 s): the executor is given up
 # Exact crash points, as (file operation, path pattern, before/after) per provider.
 POINTS = {
     "rockstate": {
-        "commit-before-manifest": ("rename", r"/state/.*/manifests/\d+\.json$", "before"),
-        "commit-after-manifest": ("rename", r"/state/.*/manifests/\d+\.json$", "after"),
+        "commit-before-manifest": ("rename", r"/state/.*/versions/\d+-[^/]+\.rsv$", "before"),
+        "commit-after-manifest": ("rename", r"/state/.*/versions/\d+-[^/]+\.rsv$", "after"),
         "mid-snapshot-upload": ("create", r"/state/.*/sst/[^/]+\.sst$", "after"),
-        "between-cleanup-phases": ("delete", r"/state/.*/manifests/\d+\.json$", "after"),
-        "mid-download": ("open", r"/state/.*/(sst|changelog)/", "before"),
+        "between-cleanup-phases": ("delete", r"/state/.*/versions/\d+-[^/]+\.rsv$", "after"),
+        "mid-download": ("open", r"/state/.*/(sst|versions)/", "before"),
     },
     "spark-rocksdb": {
         "commit-before-manifest": ("rename", r"/state/.*/\d+\.(changelog|zip)$", "before"),

@@ -6,7 +6,7 @@ import scala.util.control.NonFatal
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
-import io.rockstate.state.{CorruptCheckpointException, LocationWriter, VersionManifest}
+import io.rockstate.state.{CorruptCheckpointException, LocationWriter, StoreCheckpointDir, VersionEntry, VersionManifest}
 
 /** One partition's acknowledgement as a completed checkpoint records it. */
 final case class AcknowledgedStore(
@@ -152,8 +152,17 @@ final class CheckpointFiles(val checkpointRoot: String, hadoopConf: Configuratio
     try Some(in.readAllBytes()) finally in.close()
   }
 
+  /** The landed attempt of a store's version (`storeDir` relative to the root), if any. */
+  def landedVersion(storeDir: String, version: Long): Option[VersionEntry] =
+    new StoreCheckpointDir(new Path(new Path(checkpointRoot), storeDir), hadoopConf)
+      .findVersion(version)
+
   /** Whether Spark's commit log has micro-batch `batchId` (it is written once the batch ends). */
   def batchCommitted(batchId: Long): Boolean = exists(s"commits/$batchId")
+
+  /** The state checkpoint ids Spark's commit log records for `batchId` (format 2 only). */
+  def recordedStateIds(batchId: Long): Option[RecordedStateIds] =
+    readBytes(s"commits/$batchId").flatMap(RecordedStateIds.parse)
 
   /**
    * Deletes temporary files of metadata writes older than `olderThanMs` before `reference`

@@ -2,7 +2,7 @@ package io.rockstate.checkpoint
 
 import scala.util.control.NonFatal
 
-import io.rockstate.state.{SnapshotManifest, VersionManifest}
+import io.rockstate.state.{SnapshotManifest, VersionFile, VersionManifest}
 
 /**
  * What the checkpoint location says of a fully acknowledged checkpoint, read before its
@@ -31,7 +31,14 @@ object CompletionCheck {
     if (!files.batchCommitted(p.version - 1)) BatchNotCommitted
     else {
       val keys = p.expected.toSeq.sortBy(k => (k.operatorId, k.storeName, k.partitionId))
-      val perStore = keys.map(k => k -> landedAttempt(files, p.acknowledgementsOf(k)))
+      val recorded = files.recordedStateIds(p.version - 1)
+      val perStore = keys.map(k => k -> (recorded.flatMap(_.of(k)) match {
+        // Checkpoint format 2: the attempt Spark recorded is the one the next batch loads.
+        case Some(id) =>
+          val path = VersionFile.pathOf(p.version, id)
+          Right(p.acknowledgementsOf(k).find(_.stateId == path))
+        case None => landedAttempt(files, p.version, p.acknowledgementsOf(k))
+      }))
       perStore.collectFirst { case (_, Left(reason)) => reason } match {
         case Some(reason) => Broken(reason)
         case None =>
@@ -51,15 +58,22 @@ object CompletionCheck {
   }
 
   /** The acknowledgement whose snapshot holds the store's committed version, if any. */
-  private def landedAttempt(files: CheckpointFiles,
+  private def landedAttempt(files: CheckpointFiles, version: Long,
       acks: Seq[SnapshotAck]): Either[String, Option[SnapshotAck]] = {
-    val first = acks.head
-    val path = s"${first.storeDir}/${first.versionManifest}"
-    files.readBytes(path) match {
-      case None => Left(s"version manifest $path is missing at completion")
-      case Some(bytes) =>
-        val m = VersionManifest.fromJson(bytes, path)
-        Right(acks.find(a => m.isStateOf(a.snapshotManifest, a.stateId)))
+    val storeDir = acks.head.storeDir
+    files.landedVersion(storeDir, version) match {
+      case None => Left(s"version $version of $storeDir is missing at completion")
+      case Some(entry) if !entry.isLegacy =>
+        // A version file's path is its commit's unique id, the state id its snapshots carry.
+        Right(acks.find(_.stateId == entry.path))
+      case Some(entry) =>
+        val path = s"$storeDir/${entry.path}"
+        files.readBytes(path) match {
+          case None => Left(s"version manifest $path is missing at completion")
+          case Some(bytes) =>
+            val m = VersionManifest.fromJson(bytes, path)
+            Right(acks.find(a => m.isStateOf(a.snapshotManifest, a.stateId)))
+        }
     }
   }
 

@@ -14,7 +14,7 @@ import org.apache.spark.internal.Logging
 import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
 import org.apache.spark.sql.execution.streaming.state.StateStoreId
 
-import io.rockstate.state.{RockstateConf, SnapshotListener, SnapshotManifest}
+import io.rockstate.state.{RockstateConf, SnapshotListener, SnapshotManifest, VersionFile}
 
 /**
  * The executor's end of checkpoint reporting: acknowledgements and declines go to the driver
@@ -54,8 +54,11 @@ object CheckpointReporter extends Logging {
             m.stats.bytesReused, m.stats.filesUploaded, m.stats.filesReused,
             m.files.map(_.size).sum, m.numKeys)
           CheckpointPins.pend(root.toString, m.version, System.currentTimeMillis())
-          send(ctx, SnapshotAck(source(m.version), relativeDir, path, s"manifests/${m.version}.json",
-            m.stateId, figures, System.currentTimeMillis()))
+          // Format 3: the version file whose state the snapshot holds (its path is the id).
+          val version = if (VersionFile.isVersionFile(m.stateId)) m.stateId
+            else s"manifests/${m.version}.json"
+          send(ctx, SnapshotAck(source(m.version), relativeDir, path, version, m.stateId,
+            figures, System.currentTimeMillis()))
         }
       }
 

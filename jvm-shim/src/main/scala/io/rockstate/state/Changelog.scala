@@ -1,6 +1,6 @@
 package io.rockstate.state
 
-import java.io.{BufferedInputStream, BufferedOutputStream, DataInputStream, DataOutputStream, EOFException, File, FileInputStream, FileOutputStream}
+import java.io.{BufferedInputStream, BufferedOutputStream, DataInputStream, DataOutputStream, EOFException, File, FileInputStream, FileOutputStream, InputStream}
 
 import scala.util.Using
 
@@ -11,7 +11,8 @@ import com.github.luben.zstd.{ZstdInputStream, ZstdOutputStream}
  * "Changelog files"): a 6-byte header (`RSCL`, format byte 1, codec byte), then, through the
  * codec (0: none, 1: a zstd frame), records `op:u8 keyLen:i32 key [valueLen:i32 value]` and
  * the end record `0:u8 count:i64`. The end record makes a truncated file detectable even
- * before its CRC32 is checked.
+ * before its CRC32 is checked. Format 2 uploads it as its own file; format 3 embeds it in the
+ * version file (`VersionFile`).
  */
 object Changelog {
   val Magic: Array[Byte] = "RSCL".getBytes("US-ASCII")
@@ -80,11 +81,15 @@ object Changelog {
    * Replays a changelog file into `target`, returning the number of records. A file that is
    * not a changelog, is cut short or counts differently fails with the file named.
    */
-  def replay(file: File, where: String, target: Target): Long = {
+  def replay(file: File, where: String, target: Target): Long =
+    replay(new FileInputStream(file), where, target)
+
+  /** Replays a changelog from a stream (closed at the end): a file's, or a version file's. */
+  def replay(stream: InputStream, where: String, target: Target): Long = {
     def corrupt(why: String) = new CorruptCheckpointException(
       s"rockstate: changelog $where is damaged ($why). Restore the file or restart the query " +
         "from an earlier version (`rockstate verify` lists every damaged version).")
-    Using.resource(new FileInputStream(file)) { raw =>
+    Using.resource(stream) { raw =>
       val header = new Array[Byte](Magic.length + 2)
       if (raw.readNBytes(header, 0, header.length) < header.length ||
         !java.util.Arrays.equals(header.take(Magic.length), Magic)) {

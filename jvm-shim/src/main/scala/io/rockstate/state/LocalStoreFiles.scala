@@ -66,6 +66,29 @@ final class LocalStoreFiles private (val dir: File, base: File, maxCacheBytes: L
     }
   }
 
+  /**
+   * The cached copy of a file found by listing (a version file, `size` from the listing), whose
+   * CRC32 no manifest recorded: downloaded when absent; returns it with its CRC32 and the bytes
+   * downloaded. The caller checks it against the checksum it carries (`VersionFile.read`).
+   */
+  def fetchSelfChecked(remote: StoreCheckpointDir, path: String, size: Long,
+      neededBy: String): (File, Long, Long) = {
+    val target = cached(path)
+    if (target.isFile && target.length == size) {
+      (target, LocalStoreFiles.crcOf(target), 0L)
+    } else {
+      val part = newWorkPath("download")
+      val (downloaded, crc) = try {
+        val got = remote.downloadSelfChecked(path, neededBy, part)
+        Files.move(part.toPath, target.toPath, StandardCopyOption.REPLACE_EXISTING,
+          StandardCopyOption.ATOMIC_MOVE)
+        got
+      } finally part.delete()
+      LocalStoreFiles.markVerified(target, crc)
+      (target, crc, downloaded)
+    }
+  }
+
   /** Drops cached files whose checkpoint path is not in `keep`. */
   def prune(keep: Set[String]): Unit = {
     val names = keep.map(_.replace('/', '_'))
@@ -182,19 +205,30 @@ object LocalStoreFiles extends Logging {
     val seen = verified.get(file.getAbsolutePath)
     if (seen != null && seen == ((file.length, file.lastModified, crc32))) true
     else {
-      val crc = new CRC32()
-      val buf = new Array[Byte](1 << 16)
-      Using.resource(new FileInputStream(file)) { in =>
-        var n = in.read(buf)
-        while (n >= 0) {
-          crc.update(buf, 0, n)
-          n = in.read(buf)
-        }
-      }
-      val ok = crc.getValue == crc32
+      val ok = computeCrc(file) == crc32
       if (ok) markVerified(file, crc32) else file.delete()
       ok
     }
+  }
+
+  /** A cached file's CRC32: the one this JVM computed, unless the file changed since. */
+  private def crcOf(file: File): Long = {
+    val seen = verified.get(file.getAbsolutePath)
+    if (seen != null && seen._1 == file.length && seen._2 == file.lastModified) seen._3
+    else computeCrc(file)
+  }
+
+  private def computeCrc(file: File): Long = {
+    val crc = new CRC32()
+    val buf = new Array[Byte](1 << 16)
+    Using.resource(new FileInputStream(file)) { in =>
+      var n = in.read(buf)
+      while (n >= 0) {
+        crc.update(buf, 0, n)
+        n = in.read(buf)
+      }
+    }
+    crc.getValue
   }
 
   /** Executor-local scratch space: Spark's per-application files dir, else java.io.tmpdir. */

@@ -4,15 +4,21 @@ import java.io.{File, OutputStream}
 import java.nio.file.{Files, StandardCopyOption, StandardOpenOption}
 import java.util.UUID
 
+import scala.util.Using
+
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, LocalFileSystem, Path}
 
 import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
 
 /**
- * How rockstate creates files under `root` in a checkpoint location: a new file, or a small
- * file written all or nothing (a temporary file and a rename). Stores and the driver's
- * checkpoint files both write through it.
+ * How rockstate creates files under `root` in a checkpoint location: a new file, a new file
+ * published all or nothing under its final name, or a small file replaced all or nothing.
+ * Stores and the driver's checkpoint files both write through it.
+ *
+ * Object stores (S3 through s3a, GCS) make an object visible only when its upload completes,
+ * so there a new file is published by writing it under its final name: one request, no copy
+ * (a rename there is a copy plus a delete). Elsewhere a temporary file and a rename.
  *
  * On the local file system Hadoop forks a process for every file it creates (chmod) and two
  * more for every FileContext rename (readlink) unless its native library is loaded: most of a
@@ -24,6 +30,9 @@ final class LocationWriter(fs: FileSystem, root: Path, hadoopConf: Configuration
   private val onLocalDisk: Boolean = fs.isInstanceOf[LocalFileSystem] &&
     Option(root.toUri.getScheme).contains("file")
 
+  private val atomicCreate: Boolean =
+    Option(root.toUri.getScheme).exists(LocationWriter.AtomicCreateSchemes.contains)
+
   private def localPath(path: Path): Option[java.nio.file.Path] =
     if (onLocalDisk) Some(new File(path.toUri.getPath).toPath) else None
 
@@ -33,6 +42,50 @@ final class LocationWriter(fs: FileSystem, root: Path, hadoopConf: Configuration
       Files.createDirectories(file.getParent)
       Files.newOutputStream(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)
     case None => fs.create(path, false)
+  }
+
+  /**
+   * Writes a new file under its final name, visible only once complete (never a partial file
+   * under that name, even if the writer dies); returns the bytes written. `write` may be
+   * called once only.
+   */
+  def publish(path: Path)(write: OutputStream => Long): Long = localPath(path) match {
+    case Some(file) =>
+      val dir = file.getParent
+      Files.createDirectories(dir)
+      val tmp = dir.resolve(s".${file.getFileName}.${UUID.randomUUID()}.tmp")
+      try {
+        val n = Using.resource(Files.newOutputStream(tmp, StandardOpenOption.CREATE_NEW,
+          StandardOpenOption.WRITE))(write)
+        Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE)
+        n
+      } finally Files.deleteIfExists(tmp)
+    case None if atomicCreate =>
+      // Closing the stream completes the upload; a failed write must not complete it.
+      val out = fs.create(path, false)
+      val n = try write(out) catch {
+        case e: Throwable =>
+          abortUpload(out)
+          throw e
+      }
+      out.close()
+      n
+    case None =>
+      val out = fileManager.createAtomic(path, false)
+      val n = try write(out) catch {
+        case e: Throwable =>
+          out.cancel()
+          throw e
+      }
+      out.close()
+      n
+  }
+
+  /** Abandons an object store upload without completing it, where the stream can. */
+  private def abortUpload(out: OutputStream): Unit = out match {
+    // FSDataOutputStream passes abort() to s3a's stream (Hadoop 3.3+).
+    case a: org.apache.hadoop.fs.Abortable => a.abort()
+    case _ => // cannot abort: closing would complete the upload, so the stream stays open
   }
 
   /** Writes a whole small file atomically, replacing any earlier one; returns its size. */
@@ -73,4 +126,12 @@ final class LocationWriter(fs: FileSystem, root: Path, hadoopConf: Configuration
     }
     bytes.length
   }
+}
+
+object LocationWriter {
+  /**
+   * File systems whose new files appear only once complete (an object store's upload), so a
+   * file written under its final name needs no rename to be all or nothing.
+   */
+  val AtomicCreateSchemes: Set[String] = Set("s3a", "s3", "gs")
 }

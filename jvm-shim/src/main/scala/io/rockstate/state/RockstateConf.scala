@@ -20,6 +20,7 @@ final case class RockstateConf(
     snapshotInterval: Int,
     changelogCompression: String,
     snapshotUploadThreads: Int,
+    downloadThreads: Int,
     localRecovery: Boolean,
     localDir: String,
     checkpointsRetained: Int,
@@ -61,6 +62,7 @@ object RockstateConf {
   val SnapshotInterval = Prefix + "snapshotInterval"
   val ChangelogCompression = Prefix + "changelogCompression"
   val SnapshotUploadThreads = Prefix + "snapshotUploadThreads"
+  val DownloadThreads = Prefix + "downloadThreads"
   val LocalRecovery = Prefix + "localRecovery"
   val LocalDir = Prefix + "localDir"
   // The driver's checkpoint coordinator (read from the SparkConf when the driver starts).
@@ -70,7 +72,8 @@ object RockstateConf {
   val SnapshotUploadTimeoutMs = Prefix + "snapshotUploadTimeoutMs"
   val LockAcquireTimeoutMs = Prefix + "lockAcquireTimeoutMs"
   val LocalCacheMaxMB = Prefix + "localCacheMaxMB"
-  // Testing only: a pause before each snapshot file upload, to kill or stop mid-upload.
+  // Testing only: a pause before each snapshot file upload (and before its manifest), to kill
+  // or stop mid-upload.
   val TestUploadDelayMs = Prefix + "testing.snapshotUploadDelayMs"
   // Testing only: a pause in cleanup between deleting manifests and deleting their files.
   val TestCleanupDelayMs = Prefix + "testing.cleanupDelayMs"
@@ -86,6 +89,7 @@ object RockstateConf {
     SnapshotInterval -> "10",
     ChangelogCompression -> "zstd",
     SnapshotUploadThreads -> "2",
+    DownloadThreads -> "8",
     LocalRecovery -> "true",
     LocalDir -> "",
     CheckpointsRetained -> "3",
@@ -160,6 +164,7 @@ object RockstateConf {
       snapshotInterval = long(SnapshotInterval, 1).toInt,
       changelogCompression = oneOf(ChangelogCompression, Changelog.Codecs.keySet),
       snapshotUploadThreads = long(SnapshotUploadThreads, 1).toInt,
+      downloadThreads = long(DownloadThreads, 1).toInt,
       localRecovery = bool(LocalRecovery),
       localDir = get(LocalDir),
       checkpointsRetained = long(CheckpointsRetained, 1).toInt,

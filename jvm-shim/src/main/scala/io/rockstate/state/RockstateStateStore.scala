@@ -15,6 +15,7 @@ import io.rockstate.checkpoint.CheckpointReporter
 final class RockstateStateStore(
     provider: RockstateStateStoreProvider,
     override val version: Long,
+    baseCheckpointId: Option[String], // the id Spark loaded `version` by (checkpoint format 2)
     readOnly: Boolean,
     lease: Long,
     forceSnapshot: Boolean = false) extends StateStore with Logging {
@@ -183,10 +184,17 @@ final class RockstateStateStore(
     val newVersion = version + 1
     val db = vdb
     try {
-      val manifest = db.commit(newVersion, forceSnapshot,
-        CheckpointReporter.listenerFor(id, provider.storeDir, provider.conf))
+      // Every snapshot uploaded is reported to Spark's coordinator too (it forces a snapshot
+      // on every commit of a store it believes lags); checkpoint versions to rockstate's.
+      val listener = CheckpointReporter.listenerFor(id, provider.storeDir, provider.conf)
+        .onCompleted(m => RockstateSparkBridge.reportSnapshotUploaded(id, provider.hadoopConf,
+          m.version))
+      val manifest = db.commit(newVersion, forceSnapshot, listener)
       phase = Committed
-      checkpointInfo = Some(StateStoreCheckpointInfo(id.partitionId, newVersion, None, None))
+      // Checkpoint format 2: the commit's unique id, and the one it was built on, echoed as
+      // Spark passed it (Spark checks it against the id it recorded for `version`).
+      checkpointInfo = Some(StateStoreCheckpointInfo(id.partitionId, newVersion,
+        Some(db.lastCommitId), baseCheckpointId))
       StateStore.reportCommitToCoordinator(newVersion, id, provider.hadoopConf)
       logInfo(s"rockstate committed version $newVersion of $id: " +
         s"${db.commitFigures.changelogRecords} changes, ${db.commitFigures.commitBytes} bytes " +

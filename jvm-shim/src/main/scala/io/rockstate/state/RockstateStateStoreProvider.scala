@@ -82,24 +82,23 @@ class RockstateStateStoreProvider extends StateStoreProvider with Logging {
       uniqueId: Option[String],
       forceSnapshotOnCommit: Boolean,
       loadEmpty: Boolean): StateStore = lock.synchronized {
-    rejectCheckpointIds(uniqueId)
     require(version >= 0, s"rockstate: version cannot be negative, got $version")
     val lease = acquire()
-    try if (loadEmpty) versioned.loadEmpty(version) else versioned.load(version) catch {
+    try if (loadEmpty) versioned.loadEmpty(version) else versioned.load(version, uniqueId) catch {
       case e: Throwable => releaseLease(lease); throw e
     }
-    new RockstateStateStore(this, version, readOnly = false, lease, forceSnapshotOnCommit)
+    new RockstateStateStore(this, version, uniqueId, readOnly = false, lease,
+      forceSnapshotOnCommit)
   }
 
   // Spark's default would load the version twice per partition (read, then write store).
   override def getReadStore(version: Long, uniqueId: Option[String]): ReadStateStore =
     lock.synchronized {
-      rejectCheckpointIds(uniqueId)
       val lease = acquire()
-      try versioned.load(version) catch {
+      try versioned.load(version, uniqueId) catch {
         case e: Throwable => releaseLease(lease); throw e
       }
-      new RockstateStateStore(this, version, readOnly = true, lease)
+      new RockstateStateStore(this, version, uniqueId, readOnly = true, lease)
     }
 
   override def upgradeReadStoreToWriteStore(
@@ -107,12 +106,15 @@ class RockstateStateStoreProvider extends StateStoreProvider with Logging {
       version: Long,
       uniqueId: Option[String],
       forceSnapshotOnCommit: Boolean): StateStore = lock.synchronized {
-    rejectCheckpointIds(uniqueId)
     require(readStore.version == version,
       s"rockstate: cannot upgrade a read store of version ${readStore.version} to $version")
     val lease = acquire()
-    versioned.load(version) // a no-op when the read store's version is still loaded
-    new RockstateStateStore(this, version, readOnly = false, lease, forceSnapshotOnCommit)
+    try versioned.load(version, uniqueId) // a no-op when the read store's version is loaded
+    catch {
+      case e: Throwable => releaseLease(lease); throw e
+    }
+    new RockstateStateStore(this, version, uniqueId, readOnly = false, lease,
+      forceSnapshotOnCommit)
   }
 
   /**
@@ -242,15 +244,6 @@ class RockstateStateStoreProvider extends StateStoreProvider with Logging {
 
   private val codecCache =
     new java.util.concurrent.ConcurrentHashMap[(String, Int), ColumnFamilyCodec]()
-
-  private def rejectCheckpointIds(uniqueId: Option[String]): Unit = {
-    if (uniqueId.isDefined) {
-      throw new UnsupportedOperationException(
-        "rockstate does not support state checkpoint format version 2 (state store " +
-          "checkpoint ids). Set spark.sql.streaming.stateStore.checkpointFormatVersion=1 " +
-          "before the query's first batch.")
-    }
-  }
 
   override def toString: String = s"RockstateStateStoreProvider[${Option(setup).map(_.id)}]"
 }

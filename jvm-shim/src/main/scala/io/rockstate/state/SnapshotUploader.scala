@@ -35,8 +35,8 @@ final class ConfirmedFiles(initial: Iterable[StateFile], initialOwner: String) {
 
 /**
  * The asynchronous part of a snapshot (Flink's AsyncSnapshotCallable): upload the SST files of
- * a local checkpoint that no confirmed snapshot has, RocksDB's small files, then the snapshot
- * manifest, last. The synchronous part (flush and hard-link checkpoint) happened on the task,
+ * a local checkpoint that no confirmed snapshot has, then the snapshot manifest, last, with
+ * RocksDB's small files packed inside it (`MetaPack`). The synchronous part (flush and hard-link checkpoint) happened on the task,
  * at `takenAtNanos`; the orphan grace is counted from there, queueing included.
  *
  * After the manifest is written the job checks what it relied on: that the manifests owning
@@ -67,34 +67,43 @@ final case class SnapshotJob(
       if (f.getName.endsWith(".sst")) confirmed.reusable(f.getName, f.length) else None)
     val goneOwners = candidates.map(_._2).distinct.filterNot(remote.exists)
     goneOwners.foreach(confirmed.forgetOwner)
+    upload(files, background)
+  }
+
+  private def upload(files: Seq[File], background: Boolean): (SnapshotManifest, String) = {
+    val version = manifest.version
     val start = System.nanoTime()
-    val metaDir = s"meta/$version-${UUID.randomUUID()}"
-    val entries = files.map { f =>
-      val name = f.getName
-      val isSst = name.endsWith(".sst")
-      confirmed.reusable(name, f.length).filter(_ => isSst) match {
-        case Some((shared, owner)) => (shared, Some(owner))
+    def uploadDelay(): Unit =
+      if (background && conf.testUploadDelayMs > 0) Thread.sleep(conf.testUploadDelayMs)
+    val (ssts, small) = files.partition(_.getName.endsWith(".sst"))
+    // (entry, the owner it is reused from, the local file) per file the manifest names
+    val sstEntries = ssts.map { f =>
+      confirmed.reusable(f.getName, f.length) match {
+        case Some((shared, owner)) => (shared, Some(owner), f)
         case None =>
-          if (background && conf.testUploadDelayMs > 0) Thread.sleep(conf.testUploadDelayMs)
-          val path =
-            if (isSst) s"sst/${name.stripSuffix(".sst")}-${UUID.randomUUID()}.sst"
-            else s"$metaDir/$name"
+          uploadDelay()
+          val path = s"sst/${f.getName.stripSuffix(".sst")}-${UUID.randomUUID()}.sst"
           val (size, crc) = remote.upload(f, path)
-          (StateFile(name, path, size, crc, if (isSst) "sst" else "meta"), None)
+          (StateFile(f.getName, path, size, crc, "sst"), None, f)
       }
     }
+    // RocksDB's small files go inside the manifest: no object of their own (an object store
+    // charges per request and per listed file).
+    val pack = MetaPack.inline(small)
+    val entries = sstEntries
     // An upload that outlived half the orphan grace period may have lost files to another
     // executor's orphan sweep; abandon it rather than write a manifest naming them.
     if (conf.outlivedGrace(sinceMs(takenAtNanos))) throw outlived(version)
     val (reused, uploaded) = entries.partition(_._2.isDefined)
     val stats = manifest.stats.copy(
       asyncMs = sinceMs(start),
-      bytesUploaded = uploaded.map(_._1.size).sum,
+      bytesUploaded = uploaded.map(_._1.size).sum + pack.size,
       bytesReused = reused.map(_._1.size).sum,
       filesUploaded = uploaded.size,
       filesReused = reused.size)
     val written = manifest.copy(files = entries.map(_._1), stats = stats,
-      createdAtMs = System.currentTimeMillis())
+      createdAtMs = System.currentTimeMillis(), metaPack = Some(pack))
+    uploadDelay()
     val path = remote.writeSnapshotManifest(written)
     // Published; now check what it relied on (see the class comment).
     val lostOwners = reused.flatMap(_._2).distinct.filterNot(remote.exists)
@@ -108,9 +117,7 @@ final case class SnapshotJob(
       }
       throw outlived(version)
     }
-    uploaded.foreach { case (e, _) =>
-      local.adopt(new File(checkpoint, e.localName), e.path, e.crc32)
-    }
+    uploaded.foreach { case (e, _, file) => local.adopt(file, e.path, e.crc32) }
     (written, path)
   }
 
@@ -126,10 +133,20 @@ final case class SnapshotJob(
  * Told what became of the snapshot a commit started: the checkpoint coordinator's executor end
  * listens (io.rockstate.checkpoint.CheckpointReporter). Called from upload threads.
  */
-trait SnapshotListener {
+trait SnapshotListener { self =>
   def completed(manifest: SnapshotManifest, path: String): Unit
   /** The snapshot of `version` was not taken or not uploaded. */
   def declined(version: Long, reason: String, countsAsFailure: Boolean): Unit
+
+  /** This listener, also running `f` first for every completed snapshot. */
+  def onCompleted(f: SnapshotManifest => Unit): SnapshotListener = new SnapshotListener {
+    override def completed(manifest: SnapshotManifest, path: String): Unit = {
+      f(manifest)
+      self.completed(manifest, path)
+    }
+    override def declined(version: Long, reason: String, countsAsFailure: Boolean): Unit =
+      self.declined(version, reason, countsAsFailure)
+  }
 }
 
 object SnapshotListener {

@@ -30,14 +30,19 @@ final case class StoreAuditReport(
 object StoreAudit {
 
   def audit(dir: StoreCheckpointDir, load: Seq[Long], conf: RockstateConf): StoreAuditReport = {
-    val versions = dir.listVersions()
+    val entries = dir.listVersionEntries()
+    val versions = entries.map(_.version).distinct
     val snapshots = dir.listSnapshots().map(_._1)
-    val manifests = versions.map(dir.readManifest)
+    val headers = entries.map(e => e -> dir.readEntryManifest(e))
+    val manifests = versions.flatMap(v =>
+      VersionEntry.landed(entries.filter(_.version == v)).map(e => headers.find(_._1 == e).get._2))
     val snapshotFiles = snapshots.flatMap(p => dir.readSnapshotManifest(p, "audit").files.map(_.path))
-    val referenced = (manifests.flatMap(_.references) ++ snapshotFiles).toSet
+    val referenced = (headers.flatMap(_._2.references) ++ snapshotFiles).toSet
+    // Version files are owners: present whether or not a later lineage names them.
+    val versionFiles = entries.filterNot(_.isLegacy).map(_.path).toSet
     val present = dir.listDataFiles().map(_._1).toSet
-    val missing = (referenced -- present).filterNot(p => p.startsWith("snapshots/") &&
-      snapshots.contains(p)).toSeq.sorted
+    val missing = (referenced -- present -- versionFiles).filterNot(p =>
+      p.startsWith("snapshots/") && snapshots.contains(p)).toSeq.sorted
     val errors = Seq.newBuilder[String]
     val loaded = load.flatMap { v =>
       val tmp = Files.createTempDirectory("rockstate-audit").toFile
@@ -75,12 +80,15 @@ object StoreAudit {
   def auditCheckpointJson(checkpointLocation: String, retained: Int): String = {
     SnapshotUploader.awaitIdle(120000)
     val conf = RockstateConf.from(Map.empty, retained)
-    val hadoopConf = new Configuration()
+    // The running application's Hadoop settings (an object store's endpoint and keys, say).
+    val hadoopConf = org.apache.spark.sql.SparkSession.getActiveSession
+      .orElse(org.apache.spark.sql.SparkSession.getDefaultSession)
+      .map(_.sparkContext.hadoopConfiguration).getOrElse(new Configuration())
     val stateDir = new Path(checkpointLocation, "state")
     val fs = stateDir.getFileSystem(hadoopConf)
     def stores(p: Path, depth: Int): Seq[Path] =
       if (depth > 3 || !fs.exists(p)) Seq.empty
-      else if (fs.exists(new Path(p, "manifests"))) Seq(p)
+      else if (fs.exists(new Path(p, "versions")) || fs.exists(new Path(p, "manifests"))) Seq(p)
       else fs.listStatus(p).toSeq.filter(_.isDirectory).flatMap(s => stores(s.getPath, depth + 1))
     val reports = stores(stateDir, 0).map { p =>
       val dir = new StoreCheckpointDir(p, hadoopConf)

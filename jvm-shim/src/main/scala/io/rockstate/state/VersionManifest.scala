@@ -15,7 +15,10 @@ final case class StateFile(
     path: String, // where it lives, relative to the store's checkpoint directory
     size: Long,
     crc32: Long,
-    kind: String) // "sst" (shared across snapshots) or "meta" (this snapshot's own)
+    kind: String) // "sst" (shared across snapshots) or, in format 2, "meta" (a small file)
+
+/** A snapshot's small RocksDB files (`MetaPack`), inline in its manifest: base64, checked. */
+final case class MetaPackRef(size: Long, crc32: Long, data: String)
 
 final case class ColumnFamilyEntry(name: String, id: Int)
 
@@ -46,8 +49,12 @@ final case class CommitStats(changelogBytes: Long, changelogRecords: Long, commi
  * `changelogs`, every version after the snapshot's up to this one, in order. Self-contained:
  * loading a version reads this manifest, the snapshot's manifest and the files they name.
  *
- * Format 1 manifests (rockstate 0.1) had no changelogs and listed the snapshot's files in
- * `files`; they are still read (see `legacySnapshot`).
+ * Format 3 (the one written) is the header of a version file (`VersionFile`), which also holds
+ * the version's own changes: on disk `changelogs` lists the earlier versions' changes only, and
+ * `VersionFile.read` appends the file itself, so in memory every format lists the whole
+ * lineage. Format 2 is a JSON file of its own (`manifests/<version>.json`) naming changelog
+ * files. Format 1 manifests (rockstate 0.1) had no changelogs and listed the snapshot's files
+ * in `files`. All three are read.
  */
 final case class VersionManifest(
     formatVersion: Int,
@@ -65,6 +72,7 @@ final case class VersionManifest(
     writer: String,
     files: Seq[StateFile] = Nil) { // format 1 only
 
+  @com.fasterxml.jackson.annotation.JsonIgnore
   def isLegacy: Boolean = formatVersion == 1
 
   /** Every checkpoint path this manifest keeps alive (for the shared-file registry). */
@@ -101,10 +109,11 @@ final case class SnapshotManifest(
     files: Seq[StateFile],
     stats: SnapshotStats,
     createdAtMs: Long,
-    writer: String)
+    writer: String,
+    metaPack: Option[MetaPackRef] = None) // format 3; format 2 lists meta files in `files`
 
 object VersionManifest {
-  val FormatVersion = 2
+  val FormatVersion = 3
   val Writer = "rockstate-jvm"
 
   private[rockstate] val mapper: ObjectMapper = JsonMapper.builder()
@@ -114,12 +123,17 @@ object VersionManifest {
 
   def toJson(m: AnyRef): Array[Byte] = mapper.writerWithDefaultPrettyPrinter().writeValueAsBytes(m)
 
+  /** One line, no indentation: for the files written per commit and per snapshot. */
+  def toCompactJson(m: AnyRef): Array[Byte] = mapper.writeValueAsBytes(m)
+
   /** Parses a version manifest; `where` names the file in the error so a user can find it. */
   def fromJson(bytes: Array[Byte], where: String): VersionManifest = {
     val m = parse(bytes, where, classOf[VersionManifest])
     val complete = m.formatVersion match {
       case 1 => m.files != null
-      case _ => m.changelogs != null && m.snapshot != null && m.columnFamilies != null
+      case 2 => m.changelogs != null && m.snapshot != null && m.columnFamilies != null
+      case _ => m.changelogs != null && m.snapshot != null && m.columnFamilies != null &&
+        m.commit != null && m.commit.isDefined
     }
     if (!complete) throw missingFields(where)
     if (m.isLegacy) m.copy(snapshot = None, changelogs = Nil, commit = None) else m
@@ -128,7 +142,10 @@ object VersionManifest {
   def snapshotFromJson(bytes: Array[Byte], where: String): SnapshotManifest = {
     val m = parse(bytes, where, classOf[SnapshotManifest])
     if (m.files == null || m.stateId == null || m.columnFamilies == null) throw missingFields(where)
-    m
+    if (m.formatVersion >= 3 && (m.metaPack == null || m.metaPack.isEmpty)) {
+      throw missingFields(where)
+    }
+    if (m.metaPack == null) m.copy(metaPack = None) else m
   }
 
   private def parse[T](bytes: Array[Byte], where: String, cls: Class[T]): T = {

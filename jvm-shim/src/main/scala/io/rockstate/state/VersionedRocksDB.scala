@@ -1,6 +1,6 @@
 package io.rockstate.state
 
-import java.io.File
+import java.io.{File, FileInputStream}
 import java.nio.file.Files
 import java.util.UUID
 import java.util.concurrent.{Future => JFuture}
@@ -32,9 +32,10 @@ object CommitFigures {
 /**
  * A store's RocksDB together with the version it holds.
  *
- * Commit path (synchronous, on the task): the batch's changes, logged as they are made, are
- * uploaded as one changelog file, then the version manifest names the lineage: the newest
- * confirmed snapshot plus every changelog after it. Every `snapshotInterval` versions the commit
+ * Commit path (synchronous, on the task): one version file (`VersionFile`) is published under
+ * a unique name: the version's lineage (the newest confirmed snapshot plus every version's
+ * changes after it) and the batch's own changes, logged as they were made. Every
+ * `snapshotInterval` versions the commit
  * also takes a local hard-link checkpoint (a snapshot's synchronous part) and hands it to the
  * background uploader (the asynchronous part); later commits rebase onto it once its manifest
  * is written. Loading a version = its snapshot plus the replay of its changelogs, served from
@@ -74,6 +75,7 @@ final class VersionedRocksDB(
   // Whether `loaded` was reached by this instance's commit rather than by a load.
   private var loadedByCommit = false
   private var lastCommit = CommitFigures.Zero
+  private var commitId = ""
 
   // The snapshot upload under way, if any; an upload past its timeout is abandoned.
   private val inFlight = new AtomicReference[InFlightUpload](null)
@@ -87,6 +89,8 @@ final class VersionedRocksDB(
   def columnFamilyIds: Map[String, Int] = families
   def loadStats: LoadStats = lastLoad
   def commitFigures: CommitFigures = lastCommit
+  /** The unique id of the last commit (its version file's uuid): Spark's checkpoint id. */
+  def lastCommitId: String = commitId
   def memoryBytes: Long = db.map(_.approximateMemoryBytes).getOrElse(0L)
   def stateBytes: Long = db.map(_.sstBytes).getOrElse(0L)
 
@@ -153,10 +157,14 @@ final class VersionedRocksDB(
 
   // ---- load ----
 
-  /** Makes `version` the loaded version. */
-  def load(version: Long): Unit = {
+  /**
+   * Makes `version` the loaded version: with `id` (Spark's checkpoint format 2) exactly the
+   * attempt that commit made, else the attempt of `version` that landed.
+   */
+  def load(version: Long, id: Option[String] = None): Unit = {
     loadedAtNanos = System.nanoTime()
-    if (db.isDefined && loaded == version && !dirty) {
+    val wanted = id.map(VersionFile.pathOf(version, _))
+    if (db.isDefined && loaded == version && !dirty && wanted.forall(_ == stateId)) {
       // The instance's own commit made this version: the batch starting from it loads
       // nothing. (A repeated load within one batch keeps the batch's figures.)
       if (loadedByCommit) lastLoad = LoadStats(0, 0, 0, 0)
@@ -164,8 +172,12 @@ final class VersionedRocksDB(
       return
     }
     val start = System.nanoTime()
-    val manifest = if (version == 0) None else Some(readVersion(version))
     val fetched = new Fetched(s"version $version")
+    if (version == 0 && id.isDefined) {
+      throw new IllegalArgumentException(s"rockstate: version 0 of $storeId is empty state " +
+        s"and has no checkpoint id, got ${id.get}")
+    }
+    val manifest = if (version == 0) None else Some(readVersion(version, wanted, fetched))
     val replayed = manifest match {
       case Some(m) if canCatchUp(m) =>
         // The open instance holds an earlier version of this lineage: replay the rest.
@@ -202,13 +214,28 @@ final class VersionedRocksDB(
     Files.createDirectories(workDir.toPath)
     val snapshot = manifest.flatMap(_.snapshot).map(ref =>
       checkpointDir.readSnapshotManifest(ref.path, fetched.neededBy))
+    // Every file the rebuild needs, fetched in parallel first (each checked against its size
+    // and CRC32): on an object store a load is bound by request latency, not bandwidth.
+    fetched.prefetch(snapshot.toSeq.flatMap(_.files.map(f => (f.path, f.size, f.crc32))) ++
+      manifest.toSeq.flatMap(_.changelogs.map(c => (c.path, c.size, c.crc32))))
     snapshot.foreach(_.files.foreach { f =>
       val cached = fetched(f.path, f.size, f.crc32)
-      val target = new File(workDir, f.localName)
       // SSTs are immutable: link them. RocksDB rewrites its small files: copy those.
+      val target = new File(workDir, f.localName)
       if (f.kind == "sst") Files.createLink(target.toPath, cached.toPath)
       else Files.copy(cached.toPath, target.toPath)
     })
+    // Format 3: the small files are packed inside the snapshot manifest.
+    for (m <- manifest; ref <- m.snapshot; s <- snapshot; pack <- s.metaPack) {
+      MetaPack.unpackInline(pack, workDir, checkpointDir.resolve(ref.path).toString)
+    }
+    // RocksDB would open a directory without CURRENT as a new, empty database: never that.
+    if (snapshot.isDefined && !new File(workDir, "CURRENT").isFile) {
+      throw new CorruptCheckpointException(s"rockstate: the snapshot of ${fetched.neededBy} " +
+        s"(${manifest.flatMap(_.snapshot).map(_.path).getOrElse("?")}) has no RocksDB CURRENT " +
+        "file; it is damaged, and is never read as empty state. Restore it or restart the " +
+        "query from an earlier version.")
+    }
     confirmedFiles = new ConfirmedFiles(snapshot.toSeq.flatMap(_.files.filter(_.kind == "sst")),
       manifest.flatMap(_.snapshot).map(_.path).getOrElse(""))
     db = Some(new LocalRocksDB(workDir, conf))
@@ -243,8 +270,13 @@ final class VersionedRocksDB(
 
   private def replay(c: ChangelogRef, fetched: Fetched): Unit = {
     val file = fetched(c.path, c.size, c.crc32)
+    val where = checkpointDir.resolve(c.path).toString
+    // The whole file was just checked against the lineage's CRC32.
+    val changes = if (!VersionFile.isVersionFile(c.path)) new FileInputStream(file)
+      else VersionFile.changes(file, VersionFile.read(file, c.path, where, c.size, c.crc32,
+        checkCrc = false))
     val target = rocksDB
-    Changelog.replay(file, checkpointDir.resolve(c.path).toString, new Changelog.Target {
+    Changelog.replay(changes, where, new Changelog.Target {
       def put(k: Array[Byte], v: Array[Byte]): Unit = target.put(k, v)
       def merge(k: Array[Byte], v: Array[Byte]): Unit = target.merge(k, v)
       def delete(k: Array[Byte]): Unit = target.delete(k)
@@ -253,14 +285,33 @@ final class VersionedRocksDB(
   }
 
   /**
-   * Reads a version's manifest. A format 1 manifest (a full snapshot listing its files) is
-   * turned into a snapshot manifest once, so it joins the lineage like any other snapshot.
+   * Reads a version's manifest: the landed version file's header (the file is fetched and
+   * checked whole, its own changes are replayed from it next), or a format 1 or 2 manifest. A
+   * format 1 manifest (a full snapshot listing its files) is turned into a snapshot manifest
+   * once, so it joins the lineage like any other snapshot.
    */
-  private def readVersion(version: Long): VersionManifest = {
-    val m = checkpointDir.readManifest(version)
+  private def readVersion(version: Long, path: Option[String],
+      fetched: Fetched): VersionManifest = {
+    val entry = path match {
+      case Some(p) => checkpointDir.versionEntry(version, p).getOrElse(
+        throw checkpointDir.missingVersion(version, s" (attempt $p)"))
+      case None => checkpointDir.findVersion(version).getOrElse(
+        throw checkpointDir.missingVersion(version))
+    }
+    val m = if (!entry.isLegacy) {
+      val (file, crc) = fetched.selfChecked(entry.path, entry.length)
+      val where = checkpointDir.resolve(entry.path).toString
+      val parsed = VersionFile.read(file, entry.path, where, entry.length, crc)
+      if (parsed.manifest.version != version) {
+        throw new CorruptCheckpointException(s"rockstate: version file $where says version " +
+          s"${parsed.manifest.version}, its name $version; the checkpoint is corrupt.")
+      }
+      parsed.manifest
+    } else checkpointDir.readManifest(version)
     if (!m.isLegacy) m
     else {
-      val snapshot = SnapshotManifest(VersionManifest.FormatVersion, version, operatorId,
+      // A format 2 snapshot manifest: it lists the small files one by one, as format 1 did.
+      val snapshot = SnapshotManifest(2, version, operatorId,
         partitionId, storeName, m.stateId, m.numKeys, m.useColumnFamilies, m.columnFamilies,
         m.files, SnapshotStats.Zero, System.currentTimeMillis(), VersionManifest.Writer)
       val path = checkpointDir.writeSnapshotManifest(snapshot)
@@ -280,16 +331,15 @@ final class VersionedRocksDB(
   // ---- commit ----
 
   /**
-   * Makes `version` durable: uploads the batch's changelog, writes the version manifest (a
-   * version exists only once it is written), and when a snapshot is due takes its local
-   * checkpoint and queues the upload. A crash before the manifest leaves the previous version
-   * intact and the changelog an orphan for cleanup.
+   * Makes `version` durable: publishes its version file (lineage and the batch's changes, one
+   * write under a unique name; a version exists once it is there), and when a snapshot is due
+   * takes its local checkpoint and queues the upload. A crash before the publish leaves the
+   * previous version intact and nothing behind (object stores) or a temporary file for cleanup.
    *
-   * The manifest is published only within half the orphan grace of the changelog's upload,
-   * measured after the write on the monotonic clock, so a pause anywhere in between is seen:
-   * the changelog is then uploaded again under a fresh name and the manifest rewritten. A
-   * commit that began more than half the grace after its load (a paused task, a zombie) first
-   * checks that no later version exists and that its lineage is still all there.
+   * A commit that began more than half the orphan grace after its load (a paused task, a
+   * zombie) first checks that no later version exists and that its lineage is still all
+   * there; one that took more than half the grace itself checks both again after publishing,
+   * and withdraws its version file if cleanup or a later version overtook it meanwhile.
    */
   def commit(version: Long, forceSnapshot: Boolean,
       listener: SnapshotListener = SnapshotListener.Silent): VersionManifest = {
@@ -299,51 +349,38 @@ final class VersionedRocksDB(
     changelog = None
     log.finish()
     val late = conf.outlivedGrace(sinceMs(loadedAtNanos))
-    val (manifest, manifestBytes, syncMs) = try {
-      var ref = uploadChangelog(log.file, version, log.records)
-      chain :+= ref
+    // The commit's unique id, in its version file's path, named before anything refers to it.
+    val id = UUID.randomUUID().toString
+    val path = VersionFile.pathOf(version, id)
+    val versionFile = local.newWorkPath("version")
+    val (manifest, fileBytes, syncMs) = try {
       rebase(version)
-      if (conf.outlivedGrace(sinceMs(start))) {
-        throw new java.io.IOException(s"rockstate: uploading the changelog of version $version " +
-          s"took ${sinceMs(start)} ms, more than half of orphanFileGraceMs " +
-          s"(${conf.orphanFileGraceMs}); the batch is retried. Raise orphanFileGraceMs for a " +
-          "checkpoint location this slow.")
-      }
       // No confirmed snapshot for too long (uploads failing or hung): the chain stops here.
-      val syncMs = if (chain.size > conf.maxChangelogChain) snapshotOnCommitPath(version, listener)
-        else 0L
+      val syncMs = if (chain.size + 1 > conf.maxChangelogChain) {
+        snapshotOnCommitPath(version, path, listener)
+      } else 0L
       if (late) {
         checkNotStale(version)
         checkLineage(version)
       }
-      var published = manifestOf(version, ref, sinceMs(start))
-      var bytes = checkpointDir.writeManifest(published)
-      var publishedFrom = start
-      var republished = 0
-      while (chain.lastOption.contains(ref) && conf.outlivedGrace(sinceMs(publishedFrom))) {
-        republished += 1
-        if (republished > MaxRepublish) {
-          throw new java.io.IOException(s"rockstate: version $version of $storeId could not " +
-            s"be published within half of orphanFileGraceMs (${conf.orphanFileGraceMs}) of " +
-            s"its changelog's upload in $MaxRepublish tries; the batch is retried.")
-        }
-        logWarning(s"rockstate: publishing version $version of $storeId took " +
-          s"${sinceMs(publishedFrom)} ms, more than half of orphanFileGraceMs: its changelog " +
-          "may have been swept meanwhile; uploading it again under a new name")
-        publishedFrom = System.nanoTime()
-        ref = uploadChangelog(local.cached(ref.path), version, ref.records)
-        chain = chain.init :+ ref
-        checkLineage(version)
-        published = manifestOf(version, ref, sinceMs(start))
-        bytes = checkpointDir.writeManifest(published)
+      val header = manifestOf(version, log, sinceMs(start))
+      VersionFile.write(header, log.file, versionFile)
+      val (size, crc) = checkpointDir.publishVersion(versionFile, path)
+      local.adopt(versionFile, path, crc)
+      if (conf.outlivedGrace(sinceMs(start))) withdrawIfOvertaken(version, path)
+      // After a snapshot of this very version its changes are in the snapshot already.
+      if (base.forall(_.version < version)) {
+        chain :+= ChangelogRef(version, path, size, crc, log.records)
       }
-      // Repaired first (the version it overwrote must stay loadable), then told if stale.
-      if (republished > 0) checkNotStale(version)
-      (published, bytes, syncMs)
-    } finally log.file.delete()
+      (header.copy(changelogs = chain), size, syncMs)
+    } finally {
+      log.file.delete()
+      versionFile.delete()
+    }
     loaded = version
     dirty = false
     loadedByCommit = true
+    commitId = id
     // Snapshots fall on the multiples of the interval in every partition, so that a version's
     // snapshots make one checkpoint; a lineage that missed some catches up at twice the length.
     val due = syncMs == 0 && (forceSnapshot || conf.isCheckpointVersion(version) ||
@@ -354,21 +391,29 @@ final class VersionedRocksDB(
       completed = (SnapshotStats.Zero, 0, 0)
       c
     }
-    val changelogBytes = manifest.commit.map(_.changelogBytes).getOrElse(0L)
-    lastCommit = CommitFigures(changelogBytes + manifestBytes, log.records, syncMs + asyncSyncMs,
-      stats, done, failed)
+    lastCommit = CommitFigures(fileBytes, log.records, syncMs + asyncSyncMs, stats, done, failed)
     manifest
   }
 
-  /** Uploads a changelog under a new unique name and caches it locally. */
-  private def uploadChangelog(file: File, version: Long, records: Long): ChangelogRef = {
-    val path = s"changelog/$version-${UUID.randomUUID()}.log"
-    val (size, crc) = checkpointDir.upload(file, path)
-    local.adopt(file, path, crc)
-    ChangelogRef(version, path, size, crc, records)
+  /**
+   * The commit took more than half the grace (a pause): cleanup may have dropped a file of its
+   * lineage between its checks and its publish, or the batch may have run elsewhere and moved
+   * on. Then the just-published version file is withdrawn (it could never load, or would
+   * displace the attempt later versions built on) and the commit fails.
+   */
+  private def withdrawIfOvertaken(version: Long, path: String): Unit = {
+    try {
+      checkLineage(version)
+      checkNotStale(version)
+    } catch {
+      case e: java.io.IOException =>
+        checkpointDir.delete(path)
+        throw e
+    }
   }
 
-  private def manifestOf(version: Long, changelog: ChangelogRef, commitMs: Long) = VersionManifest(
+  /** The version file's header: its lineage up to, not including, its own changes. */
+  private def manifestOf(version: Long, log: Changelog.Writer, commitMs: Long) = VersionManifest(
     formatVersion = VersionManifest.FormatVersion,
     version = version,
     operatorId = operatorId, partitionId = partitionId, storeName = storeName,
@@ -377,7 +422,7 @@ final class VersionedRocksDB(
     columnFamilies = familyEntries,
     snapshot = base,
     changelogs = chain,
-    commit = Some(CommitStats(changelog.size, changelog.records, commitMs)),
+    commit = Some(CommitStats(log.file.length, log.records, commitMs)),
     createdAtMs = System.currentTimeMillis(),
     writer = VersionManifest.Writer)
 
@@ -386,7 +431,7 @@ final class VersionedRocksDB(
    * up on): it must not go on as if its commit were the one Spark built on.
    */
   private def checkNotStale(version: Long): Unit = {
-    if (checkpointDir.exists(s"manifests/${version + 1}.json")) {
+    if (checkpointDir.findVersion(version + 1).isDefined) {
       throw new java.io.IOException(s"rockstate: version ${version + 1} of $storeId exists " +
         s"already, so this attempt of version $version is stale (a paused task or a zombie " +
         "whose batch ran elsewhere); its commit fails.")
@@ -395,7 +440,7 @@ final class VersionedRocksDB(
 
   /** A file of the lineage gone means cleanup moved past a paused attempt: never publish it. */
   private def checkLineage(version: Long): Unit = {
-    // Everything but this commit's own changelog (none after a snapshot on the commit path).
+    // Everything but this commit's own changes (none after a snapshot on the commit path).
     val earlier = chain.filter(_.version < version)
     val missing = (base.map(_.path).toSeq ++ earlier.map(_.path)).filterNot(checkpointDir.exists)
     if (missing.nonEmpty) {
@@ -426,7 +471,7 @@ final class VersionedRocksDB(
     }
   }
 
-  private def snapshotManifestOf(version: Long, syncMs: Long) = SnapshotManifest(
+  private def snapshotManifestOf(version: Long, syncMs: Long, stateId: String) = SnapshotManifest(
     VersionManifest.FormatVersion, version, operatorId, partitionId, storeName, stateId, keys,
     useColumnFamilies, familyEntries, Nil, SnapshotStats.Zero.copy(syncMs = syncMs), 0L,
     VersionManifest.Writer)
@@ -435,12 +480,14 @@ final class VersionedRocksDB(
    * The lineage reached `maxChangelogChain` changelogs without a confirmed snapshot: snapshot
    * now, on the task, and make it the version's base. Returns the time it took.
    */
-  private def snapshotOnCommitPath(version: Long, listener: SnapshotListener): Long = {
+  private def snapshotOnCommitPath(version: Long, versionPath: String,
+      listener: SnapshotListener): Long = {
     val start = System.nanoTime()
     val checkpoint = local.newWorkPath(s"checkpoint-$version")
     try {
       rocksDB.checkpointTo(checkpoint)
-      val (m, path) = SnapshotJob(snapshotManifestOf(version, 0L), checkpoint, checkpointDir,
+      val (m, path) = SnapshotJob(snapshotManifestOf(version, 0L, versionPath), checkpoint,
+        checkpointDir,
         local, confirmedFiles, conf, start).run(background = false)
       confirmedFiles.confirm(m.files.filter(_.kind == "sst"), path)
       logWarning(s"rockstate: $storeId had ${chain.size} changelogs since its last confirmed " +
@@ -483,7 +530,8 @@ final class VersionedRocksDB(
     }
     val syncMs = sinceMs(start)
     val confirmed = confirmedFiles
-    upload.future = SnapshotUploader.submit(SnapshotJob(snapshotManifestOf(version, syncMs),
+    upload.future = SnapshotUploader.submit(SnapshotJob(snapshotManifestOf(version, syncMs,
+      stateId),
       checkpoint, checkpointDir, local, confirmed, conf, start)) { result =>
       // A result after the upload was abandoned (timed out) is ignored: its manifest, if it
       // got written, is referenced by nothing and left to cleanup.
@@ -593,19 +641,62 @@ final class VersionedRocksDB(
     var files = 0
     def apply(path: String, size: Long, crc32: Long): File = {
       val (file, downloaded) = local.fetch(checkpointDir, path, size, crc32, neededBy)
-      if (downloaded > 0) {
-        bytes += downloaded
-        files += 1
-      }
+      count(downloaded)
       file
+    }
+    /**
+     * Fetches files on `downloadThreads` threads; the first failure (a missing or damaged
+     * file) is rethrown as it is once every fetch has ended.
+     */
+    def prefetch(wanted: Seq[(String, Long, Long)]): Unit = {
+      val distinct = wanted.distinctBy(_._1)
+      if (distinct.size <= 1 || conf.downloadThreads <= 1) {
+        distinct.foreach { case (p, s, c) => apply(p, s, c) }
+      } else {
+        val futures = distinct.map { case (p, s, c) =>
+          Downloads.pool(conf.downloadThreads).submit(new java.util.concurrent.Callable[Long] {
+            def call(): Long = local.fetch(checkpointDir, p, s, c, neededBy)._2
+          })
+        }
+        val results = futures.map { f =>
+          try Right(f.get()) catch {
+            case e: java.util.concurrent.ExecutionException => Left(e.getCause)
+          }
+        }
+        results.foreach(_.foreach(count))
+        results.collectFirst { case Left(e) => throw e }
+      }
+    }
+    /** A file found by listing: returns it with its CRC32 (see `fetchSelfChecked`). */
+    def selfChecked(path: String, size: Long): (File, Long) = {
+      val (file, crc, downloaded) = local.fetchSelfChecked(checkpointDir, path, size, neededBy)
+      count(downloaded)
+      (file, crc)
+    }
+    private def count(downloaded: Long): Unit = if (downloaded > 0) synchronized {
+      bytes += downloaded
+      files += 1
     }
   }
 }
 
-object VersionedRocksDB {
-  /** Republications of one commit after pauses, before the commit gives up. */
-  private val MaxRepublish = 3
+/** The JVM's threads for parallel downloads on load (daemon, shared by every store). */
+private object Downloads {
+  @volatile private var executor: java.util.concurrent.ExecutorService = _
+  def pool(threads: Int): java.util.concurrent.ExecutorService = synchronized {
+    if (executor == null) {
+      val n = new java.util.concurrent.atomic.AtomicInteger()
+      executor = java.util.concurrent.Executors.newFixedThreadPool(threads, (r: Runnable) => {
+        val t = new Thread(r, s"rockstate-download-${n.incrementAndGet()}")
+        t.setDaemon(true)
+        t
+      })
+    }
+    executor
+  }
+}
 
+object VersionedRocksDB {
   private def sinceMs(nanos: Long): Long = (System.nanoTime() - nanos) / 1000000
 
   /** A snapshot upload under way: what to tell and what to cancel if it never ends. */

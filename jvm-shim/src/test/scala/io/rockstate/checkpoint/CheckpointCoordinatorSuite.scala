@@ -52,8 +52,10 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach {
   }
 
   /** Spark's commit log entry of micro-batch `batchId` (state version batchId + 1). */
-  private def commitBatch(batchId: Long): Unit =
-    write(s"commits/$batchId", "v1\n{}".getBytes(StandardCharsets.UTF_8))
+  private def commitBatch(batchId: Long, ids: String = ""): Unit =
+    write(s"commits/$batchId", (if (ids.isEmpty) "v1\n{}"
+      else s"""v2\n{"nextBatchWatermarkMs":0,"stateUniqueIds":$ids}""")
+      .getBytes(StandardCharsets.UTF_8))
 
   /**
    * An acknowledgement as an executor sends it, for commit attempt `attempt` of the version:
@@ -62,10 +64,12 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach {
    */
   private def ack(k: StoreKey, version: Long, run: String = "run-1", rows: Long = 10,
       writeManifest: Boolean = true, attempt: String = "a", landed: Boolean = true,
-      committed: Boolean = true): SnapshotAck = {
+      committed: Boolean = true, versionFile: Boolean = false): SnapshotAck = {
     import io.rockstate.state._
     val manifest = s"snapshots/$version-${k.partitionId}-$attempt.json"
-    val changelog = s"changelog/$version-$attempt.log"
+    // Format 3: the attempt's version file is its state id; format 2: its changelog.
+    val changelog = if (versionFile) s"versions/$version-$attempt.rsv"
+      else s"changelog/$version-$attempt.log"
     val sst = StateFile("000009.sst", s"sst/9-$version-$attempt.sst", 3, 0, "sst")
     if (writeManifest) {
       write(s"${storeDir(k)}/${sst.path}", "sst".getBytes(StandardCharsets.UTF_8))
@@ -73,14 +77,19 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach {
         k.operatorId, k.partitionId, k.storeName, changelog, rows, false, Nil, Seq(sst),
         SnapshotStats.Zero, now, "test")))
     }
-    if (landed) {
+    if (versionFile) {
+      // Every attempt's version file exists; the storage's write order decides which landed.
+      write(s"${storeDir(k)}/$changelog", Array[Byte](1))
+      new File(dir, s"${storeDir(k)}/$changelog")
+        .setLastModified(1000000L + (if (landed) 1000L else 0L))
+    } else if (landed) {
       write(s"${storeDir(k)}/manifests/$version.json", VersionManifest.toJson(VersionManifest(2,
         version, k.operatorId, k.partitionId, k.storeName, rows, false, Nil, None,
         Seq(ChangelogRef(version, changelog, 1, 0, 1)), None, now, "test")))
     }
     if (committed) commitBatch(version - 1)
     SnapshotAck(AckSource("query-1", run, root, 2, settings, k, version, "exec-1"), storeDir(k),
-      manifest, s"manifests/$version.json", changelog,
+      manifest, if (versionFile) changelog else s"manifests/$version.json", changelog,
       SnapshotFigures(1, 2, 100, 50, 1, 1, 150, rows), now)
   }
 
@@ -323,6 +332,35 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach {
     val mine = files.read(2).stores.find(s => s.partitionId == first.partitionId &&
       s.operatorId == first.operatorId && s.storeName == first.storeName).get
     assert(mine.snapshotManifest.endsWith("-b.json"))
+  }
+
+  test("format 3: the checkpoint names the attempt whose version file was written last") {
+    val c = coordinator()
+    val Seq(first, rest @ _*) = expected.toSeq
+    val older = ack(first, 2, attempt = "a", landed = false, versionFile = true)
+    val newer = ack(first, 2, attempt = "b", versionFile = true)
+    assert(c.acknowledge(older) == AckResult.Success)
+    rest.foreach(k => c.acknowledge(ack(k, 2, versionFile = true)))
+    assert(files.completedVersions().isEmpty, "completed with a displaced attempt's snapshot")
+    assert(c.acknowledge(newer) == AckResult.Success)
+    assert(files.read(2).stores.exists(s => s.snapshotManifest.endsWith("-b.json") &&
+      s.versionManifest == "versions/2-b.rsv"))
+  }
+
+  test("checkpoint ids: the attempt Spark's commit log recorded counts, whatever the write order") {
+    val c = coordinator()
+    val Seq(first, rest @ _*) = expected.toSeq
+    // Attempt "a" is older on the storage, but Spark recorded it: the next batch loads it.
+    val recorded = ack(first, 2, attempt = "a", landed = false, versionFile = true)
+    val newer = ack(first, 2, attempt = "b", versionFile = true)
+    rest.foreach(k => c.acknowledge(ack(k, 2, versionFile = true)))
+    // Operator 0: partitions 0 and 1; operator 1: partition 0 (one id per store's array).
+    commitBatch(1, """{"0":[["a"],["a"]],"1":[["a"]]}""")
+    assert(c.acknowledge(newer) == AckResult.Success)
+    assert(files.completedVersions().isEmpty, "completed with an attempt Spark did not record")
+    assert(c.acknowledge(recorded) == AckResult.Success)
+    assert(files.read(2).stores.exists(s => s.partitionId == first.partitionId &&
+      s.operatorId == first.operatorId && s.snapshotManifest.endsWith("-a.json")))
   }
 
   test("a checkpoint whose snapshot lost a file is aborted, never completed") {

@@ -53,7 +53,7 @@ class FaultPathsSuite extends AnyFunSuite with StoreTestKit {
     elsewhere.doCleanupMaintenance()
     assert(!remote().listSnapshots().exists(_._2 == 3), "the late snapshot should be dropped")
     commitVersions(p, 9 to 9)((_, s) => rows(9)(9, s))
-    val m = remote().readManifest(9)
+    val m = remote().readVersionManifest(9)
     assert(!m.snapshot.exists(_.version == 3), s"version 9 rebased onto deleted snapshot: $m")
     assertLoads(7 to 9)
   }
@@ -174,15 +174,18 @@ class FaultPathsSuite extends AnyFunSuite with StoreTestKit {
     assertLoads(2 to 4)
   }
 
-  test("4. a writer paused between its upload and its manifest never publishes swept files") {
+  /**
+   * A zombie's commit of version 3 pauses for 2.5 s right `when` ("before"/"after") its version
+   * file is renamed into place (a GC pause, SIGSTOP), while another executor commits 3, 4 and
+   * 5 (`beforeEach` ms apart) and cleans up. Returns how the zombie's commit ended.
+   */
+  private def pausedZombie(when: String, beforeEach: Long): Option[Throwable] = {
     val grace = Map(RockstateConf.OrphanFileGraceMs -> "1000",
       RockstateConf.SnapshotInterval -> "100")
     val zombie = provider(scheme = "rsfault", extra = grace)
     commitVersions(zombie, 1 to 2)((v, s) => rows(v)(v, s))
-    // The zombie's commit of version 3 pauses right before its manifest lands (a GC pause,
-    // SIGSTOP) while another executor commits 3, 4 and 5 and sweeps the zombie's changelog.
-    FaultInjectingFileSystem.setRules(Seq(FaultRule("rename", "/manifests/3\\.json$", "before",
-      "pause:2500", 1, "any")))
+    FaultInjectingFileSystem.setRules(Seq(FaultRule("rename", "/versions/3-[^/]*\\.rsv$",
+      when, "pause:2500", 1, "any")))
     val zombieResult = new java.util.concurrent.atomic.AtomicReference[Throwable]()
     val paused = new Thread(() => {
       try commitVersions(zombie, 3 to 3)((v, s) => rows(v)(v, s)) catch {
@@ -193,14 +196,30 @@ class FaultPathsSuite extends AnyFunSuite with StoreTestKit {
     Thread.sleep(300)
     val live = provider(executor = 1, extra = grace)
     (3 to 5).foreach { v =>
-      Thread.sleep(600)
+      Thread.sleep(beforeEach)
       commitVersions(live, v to v)((v, s) => rows(v)(v, s))
     }
     live.doCleanupMaintenance()
     paused.join()
-    // Whatever the zombie's commit said, every version loads with its rows.
-    assert(StoreAudit.audit(remote(), Seq(3L, 4L, 5L), live.conf).missing.isEmpty)
+    // Whatever the zombie did, version 3 is the attempt versions 4 and 5 built on.
+    val dir = remote()
+    assert(dir.listVersionEntries(Some(3L)).size == 1, dir.listVersionEntries(Some(3L)))
+    assert(dir.readVersionManifest(4).changelogs.exists(_.path == dir.findVersion(3).get.path))
+    assert(StoreAudit.audit(dir, Seq(3L, 4L, 5L), live.conf).missing.isEmpty)
     assertLoads(3 to 5)
+    Option(zombieResult.get)
+  }
+
+  test("4. a writer paused right before its publish never publishes a broken or stale version") {
+    // Its commit fails: cleanup swept its temporary file (older than the grace) so the publish
+    // finds nothing to rename, or it publishes, sees version 4 and withdraws its file.
+    assert(pausedZombie("before", beforeEach = 600).isDefined,
+      "the zombie's commit of version 3 should fail")
+  }
+
+  test("4. a writer paused right after its publish withdraws it once a later version exists") {
+    val failure = pausedZombie("after", beforeEach = 0)
+    assert(failure.exists(_.getMessage.contains("stale")), failure)
   }
 
   test("5. a hung upload is abandoned, counted failed, and the changelog chain stays bounded") {
@@ -214,7 +233,7 @@ class FaultPathsSuite extends AnyFunSuite with StoreTestKit {
     }
     assert(failed >= 2, s"abandoned uploads counted: $failed")
     val dir = remote()
-    val chains = dir.listVersions().map(v => v -> dir.readManifest(v).changelogs.size)
+    val chains = dir.listVersions().map(v => v -> dir.readVersionManifest(v).changelogs.size)
     assert(chains.forall(_._2 <= p.conf.maxChangelogChain), chains.toString)
     assertLoads(7 to 9)
   }
@@ -270,9 +289,10 @@ class FaultPathsSuite extends AnyFunSuite with StoreTestKit {
     assert(contents(reader.getReadStore(2)) == expectedRows(1 to 2))
     reader.close()
     open -= reader
-    // Flip one byte of a cached changelog; its size stays the same.
+    // Flip one byte of a cached version file (version 1's, a link of version 2's lineage);
+    // its size stays the same.
     val cache = new File(root, "executor-1/stores").listFiles().head
-    val log = new File(cache, "cache").listFiles().filter(_.getName.endsWith(".log")).head
+    val log = new File(cache, "cache").listFiles().filter(_.getName.startsWith("versions_1-")).head
     val raf = new RandomAccessFile(log, "rw")
     try {
       raf.seek(log.length() / 2)
@@ -288,7 +308,7 @@ class FaultPathsSuite extends AnyFunSuite with StoreTestKit {
   test("9. temporary files of crashed atomic writes are collected after the grace") {
     val p = provider(extra = Map(RockstateConf.OrphanFileGraceMs -> "1000"))
     commitVersions(p, 1 to 1)(rows(1))
-    val crashed = new File(storeDir, "manifests/.7.json.3f2a.tmp")
+    val crashed = new File(storeDir, "versions/.7-3f2a.rsv.3f2a.tmp")
     Files.write(crashed.toPath, "{".getBytes("UTF-8"))
     p.doCleanupMaintenance()
     assert(crashed.exists(), "a temporary file within the grace may be a write under way")

@@ -80,6 +80,8 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     val p = provider(extra = snapshotEveryVersion)
     commitVersions(p, 1 to 1)((_, s) => (1 to 5000).foreach(i => s.put(key(s"key-$i", i), value(i))))
     awaitSnapshot(1)
+    // The upload ends just after its manifest lands; a commit before that skips its snapshot.
+    assert(p.db.awaitUploads(60000))
     commitVersions(p, 2 to 2)((_, s) => s.put(key("one-more", 0), value(0)))
     awaitSnapshot(2)
     val dir = remote()
@@ -90,7 +92,7 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     Thread.sleep(100) // the upload thread records the confirmation right after the manifest
     // The next version rebases onto the confirmed snapshot: one changelog to replay.
     val third = commitVersions(p, 3 to 3)((_, s) => s.put(key("third", 0), value(0))).head
-    val m = dir.readManifest(3)
+    val m = dir.readVersionManifest(3)
     assert(m.snapshot.map(_.version).contains(2L) && m.changelogs.map(_.version) == Seq(3L))
     assert(metric(third, "rockstateSnapshotsCompleted") == 1) // snapshot 2, reported once
     assert(metric(third, "rockstateBytesReused") == second.stats.bytesReused)
@@ -206,9 +208,9 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     val p = provider(extra = snapshotEveryVersion)
     commitVersions(p, 1 to 1)((_, s) => (1 to 1000).foreach(i => s.put(key(s"k$i", i), value(i))))
     awaitSnapshot(1)
-    Thread.sleep(100) // the upload thread records the confirmation right after the manifest
+    assert(p.db.awaitUploads(60000)) // the confirmation is recorded right after the manifest
     commitVersions(p, 2 to 2)((_, s) => s.put(key("x", 0), value(0)))
-    val base = remote().readManifest(2).snapshot
+    val base = remote().readVersionManifest(2).snapshot
     assert(base.map(_.version).contains(1L))
     val used = remote().readSnapshotManifest(base.get.path, "test").files.find(_.kind == "sst").get
     val sst = new File(storeDir, used.path)
@@ -218,18 +220,31 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     assert(e.getMessage.contains(sst.getName) && e.getMessage.contains("version 2"))
   }
 
-  test("a missing or truncated changelog is an error, never a shorter history") {
+  test("a missing, truncated or altered version file is an error, never a shorter history") {
     val p = provider()
-    commitVersions(p, 1 to 2)((v, s) => s.put(key("a", v), value(v)))
-    val changelogs = new File(storeDir, "changelog").listFiles().filter(_.getName.endsWith(".log"))
+    commitVersions(p, 1 to 3)((v, s) => s.put(key("a", v), value(v)))
+    val files = new File(storeDir, "versions").listFiles().filter(_.getName.endsWith(".rsv"))
       .sortBy(_.getName)
-    val raf = new RandomAccessFile(changelogs(1), "rw")
-    try raf.setLength(changelogs(1).length() - 3) finally raf.close()
-    val truncated = intercept[CorruptCheckpointException](provider(executor = 1).getReadStore(2))
-    assert(truncated.getMessage.contains(changelogs(1).getName))
-    changelogs(0).delete()
-    val missing = intercept[CorruptCheckpointException](provider(executor = 2).getReadStore(1))
-    assert(missing.getMessage.contains(changelogs(0).getName) && missing.getMessage.contains("missing"))
+    assert(files.length == 3)
+    val raf = new RandomAccessFile(files(2), "rw")
+    try raf.setLength(files(2).length() - 3) finally raf.close()
+    val truncated = intercept[CorruptCheckpointException](provider(executor = 1).getReadStore(3))
+    assert(truncated.getMessage.contains(files(2).getName) &&
+      truncated.getMessage.contains("trailer"))
+    // One flipped bit in the middle of version 2's file: its CRC32 no longer matches.
+    val bytes = FileUtils.readFileToByteArray(files(1))
+    bytes(bytes.length / 2) = (bytes(bytes.length / 2) ^ 1).toByte
+    FileUtils.writeByteArrayToFile(files(1), bytes)
+    val altered = intercept[CorruptCheckpointException](provider(executor = 2).getReadStore(2))
+    assert(altered.getMessage.contains(files(1).getName) && altered.getMessage.contains("CRC32"))
+    // Version 1's file gone: version 1 does not exist, and version 2's lineage lacks a link.
+    files(0).delete()
+    val gone = intercept[CorruptCheckpointException](provider(executor = 3).getReadStore(1))
+    assert(gone.getMessage.contains("version 1") && gone.getMessage.contains("no version file"))
+    FileUtils.writeByteArrayToFile(files(1), bytes.updated(bytes.length / 2,
+      (bytes(bytes.length / 2) ^ 1).toByte)) // version 2 repaired
+    val missing = intercept[CorruptCheckpointException](provider(executor = 4).getReadStore(2))
+    assert(missing.getMessage.contains(files(0).getName) && missing.getMessage.contains("missing"))
   }
 
   test("changelog files replay every record in order, in both codecs, and detect truncation") {
@@ -262,14 +277,14 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     }
   }
 
-  test("a missing manifest is an error, never empty state") {
+  test("a missing version file is an error, never empty state") {
     val p = provider()
     val s = p.getStore(0)
     s.put(key("a", 1), value(1))
     s.commit()
-    new File(storeDir, "manifests/1.json").delete()
+    new File(storeDir, "versions").listFiles().foreach(_.delete())
     val e = intercept[CorruptCheckpointException](provider().getReadStore(1))
-    assert(e.getMessage.contains("manifest of version 1"))
+    assert(e.getMessage.contains("version 1") && e.getMessage.contains("no version file"))
   }
 
   test("retention: every file is referenced by a retained version, and every one loads") {
@@ -294,8 +309,11 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     batch(20)
     assert(!crashed.exists())
     val dir = remote()
-    assert(dir.listVersions() == Seq(18L, 19L, 20L))
-    val report = StoreAudit.audit(dir, Seq(18L, 19L, 20L), p.conf)
+    // Past the 3 retained, only versions whose changes a retained lineage replays stay.
+    val listed = dir.listVersions()
+    assert(listed.takeRight(3) == Seq(18L, 19L, 20L), listed)
+    assert(heldByLineage(dir, listed.dropRight(3)), listed)
+    val report = StoreAudit.audit(dir, listed, p.conf)
     assert(report.ok, report.toString)
     Seq(18L, 19L, 20L).foreach(v =>
       assert(contents(provider(executor = 1).getReadStore(v)).size == 50 * v.toInt))
@@ -321,15 +339,18 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     io.rockstate.checkpoint.CheckpointPins.clear() // as a refresh would
     (5 to 12).foreach(batch)
     val dir = remote()
-    assert(dir.listVersions() == Seq(4L, 10L, 11L, 12L))
+    val listed = dir.listVersions()
+    assert(Seq(4L, 10L, 11L, 12L).forall(listed.contains), listed)
+    assert(heldByLineage(dir, listed.filterNot(Seq(4L, 10L, 11L, 12L).contains)), listed)
     assert(dir.listSnapshots().map(_._2).contains(4L), dir.listSnapshots().toString)
-    assert(StoreAudit.audit(dir, Seq(4L, 10L, 11L, 12L), p.conf).ok)
+    assert(StoreAudit.audit(dir, listed, p.conf).ok)
     assert(contents(provider(executor = 1).getReadStore(4)).size == 200)
     // Once the checkpoint is dropped from retention, so are its version and snapshot.
     FileUtils.deleteDirectory(metadata.getParentFile)
     io.rockstate.checkpoint.CheckpointPins.clear()
     batch(13)
-    assert(dir.listVersions() == Seq(11L, 12L, 13L))
+    assert(dir.listVersions().takeRight(3) == Seq(11L, 12L, 13L))
+    assert(!dir.listVersions().contains(4L))
     assert(!dir.listSnapshots().map(_._2).contains(4L), dir.listSnapshots().toString)
   }
 
@@ -348,12 +369,12 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     commitVersions(p, 1 to 3)((v, s) => (1 to 100).foreach(i => s.put(key(s"k$i", v), value(v))))
     val dir = remote()
     // Snapshot 2 is still uploading: version 3 rebuilds from the changelogs alone.
-    assert(dir.readManifest(3).snapshot.isEmpty)
-    assert(dir.readManifest(3).changelogs.map(_.version) == Seq(1L, 2L, 3L))
+    assert(dir.readVersionManifest(3).snapshot.isEmpty)
+    assert(dir.readVersionManifest(3).changelogs.map(_.version) == Seq(1L, 2L, 3L))
     awaitSnapshot(2)
     Thread.sleep(100) // the upload thread records the confirmation right after the manifest
     commitVersions(p, 4 to 4)((_, s) => s.put(key("x", 4), value(4)))
-    val m = dir.readManifest(4)
+    val m = dir.readVersionManifest(4)
     assert(m.snapshot.map(_.version).contains(2L) && m.changelogs.map(_.version) == Seq(3L, 4L))
     assert(contents(provider(executor = 1).getReadStore(4)).size == 301)
   }
@@ -364,22 +385,79 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     awaitSnapshot(1)
     val dir = remote()
     val snap = dir.readSnapshotManifest(dir.listSnapshots().head._1, "test")
-    // What rockstate 0.1 wrote for version 1: the snapshot's files in the version manifest.
+    // What rockstate 0.1 wrote for version 1: the snapshot's files in the version manifest,
+    // RocksDB's small files one by one (format 3 packs them into the snapshot manifest).
+    val metaDir = new File(storeDir, "meta/1-legacy")
+    Files.createDirectories(metaDir.toPath)
+    MetaPack.unpackInline(snap.metaPack.get, metaDir, "test")
+    val metaFiles = metaDir.listFiles().toSeq.map { f =>
+      val crc = new java.util.zip.CRC32()
+      crc.update(Files.readAllBytes(f.toPath))
+      StateFile(f.getName, s"meta/1-legacy/${f.getName}", f.length, crc.getValue, "meta")
+    }
     val legacy = Map("formatVersion" -> 1, "version" -> 1, "operatorId" -> 0, "partitionId" -> 0,
       "storeName" -> "default", "numKeys" -> 100, "useColumnFamilies" -> false,
-      "columnFamilies" -> snap.columnFamilies, "files" -> snap.files, "stats" -> snap.stats,
-      "createdAtMs" -> 0L, "writer" -> "rockstate-jvm")
+      "columnFamilies" -> snap.columnFamilies, "files" -> (snap.files ++ metaFiles),
+      "stats" -> snap.stats, "createdAtMs" -> 0L, "writer" -> "rockstate-jvm")
     FileUtils.writeByteArrayToFile(new File(storeDir, "manifests/1.json"),
       VersionManifest.toJson(legacy))
     new File(storeDir, "manifests/.1.json.crc").delete() // Hadoop's checksum of the old bytes
     FileUtils.deleteDirectory(new File(storeDir, "snapshots"))
-    FileUtils.deleteDirectory(new File(storeDir, "changelog"))
+    FileUtils.deleteDirectory(new File(storeDir, "versions"))
     val moved = provider(executor = 1)
     assert(contents(moved.getReadStore(1)).size == 100)
     commitVersions(moved, 2 to 2)((_, s) => s.put(key("new", 2), value(2)))
-    val m = dir.readManifest(2)
-    assert(m.formatVersion == 2 && m.snapshot.map(_.version).contains(1L))
+    val m = dir.readVersionManifest(2)
+    assert(m.formatVersion == VersionManifest.FormatVersion &&
+      m.snapshot.map(_.version).contains(1L))
     assert(contents(provider(executor = 2).getReadStore(2)).size == 101)
+  }
+
+  test("checkpoint ids (format 2): each commit gets its own id, and a load takes exactly it") {
+    val p = provider()
+    val first = p.getStore(0, None)
+    first.put(key("a", 1), value(1))
+    first.commit()
+    val info1 = first.getStateStoreCheckpointInfo()
+    assert(info1.batchVersion == 1 && info1.baseStateStoreCkptId.isEmpty)
+    val id1 = info1.stateStoreCkptId.get
+    // Two attempts of version 2 built on id1 (a retry, a zombie): each its own id and state.
+    val a = p.getStore(1, Some(id1))
+    a.put(key("a", 2), value(20))
+    a.commit()
+    val infoA = a.getStateStoreCheckpointInfo()
+    val b = p.getStore(1, Some(id1))
+    b.put(key("b", 2), value(21))
+    b.commit()
+    val infoB = b.getStateStoreCheckpointInfo()
+    assert(infoA.baseStateStoreCkptId.contains(id1) && infoB.baseStateStoreCkptId.contains(id1))
+    assert(infoA.stateStoreCkptId != infoB.stateStoreCkptId)
+    assert(remote().listVersionEntries(Some(2L)).size == 2)
+    // Whichever attempt the driver recorded is the one loaded, on this instance or elsewhere.
+    val elsewhere = provider(executor = 1)
+    assert(contents(elsewhere.getReadStore(2, infoA.stateStoreCkptId)) ==
+      Map(("a", 1) -> 1L, ("a", 2) -> 20L))
+    assert(contents(elsewhere.getReadStore(2, infoB.stateStoreCkptId)) ==
+      Map(("a", 1) -> 1L, ("b", 2) -> 21L))
+    assert(contents(p.getReadStore(2, infoA.stateStoreCkptId)) ==
+      Map(("a", 1) -> 1L, ("a", 2) -> 20L))
+    // Built on attempt A: version 3's lineage replays A's changes, never B's.
+    val c = elsewhere.getStore(2, infoA.stateStoreCkptId)
+    c.put(key("c", 3), value(3))
+    c.commit()
+    val id3 = c.getStateStoreCheckpointInfo().stateStoreCkptId
+    assert(contents(provider(executor = 2).getReadStore(3, id3)).keySet ==
+      Set(("a", 1), ("a", 2), ("c", 3)))
+    val e = intercept[CorruptCheckpointException](
+      provider(executor = 3).getReadStore(2, Some("00000000-0000-0000-0000-000000000000")))
+    assert(e.getMessage.contains("version 2") && e.getMessage.contains("no version file"))
+  }
+
+  /** Whether each of `versions` is a link of the lineage of a later version present. */
+  private def heldByLineage(dir: StoreCheckpointDir, versions: Seq[Long]): Boolean = {
+    val links = dir.listVersionEntries().filterNot(e => versions.contains(e.version))
+      .flatMap(e => dir.readEntryManifest(e).changelogs.map(_.version)).toSet
+    versions.forall(links.contains)
   }
 
   test("bad settings are refused with the key named") {

@@ -1,0 +1,161 @@
+"""Cold load of one partition's state: rockstate against Spark's RocksDB provider, one run.
+
+    python bench/cold_load_bench.py --keys 1000000 --changed 50000 --batches 5
+
+Per provider, one process builds the state of a single partition (one shuffle partition): the
+first batch inserts ``--keys`` keys, each later one updates ``--changed`` of them, with a
+snapshot every 2 versions (rockstate's ``snapshotInterval``, Spark's ``minDeltasForSnapshot``)
+so the newest version is a snapshot plus changes, and waits for the background snapshots.
+Then, ``--repeats`` times, a fresh process (a new application: no executor-local files, as on
+a new executor) restarts the query on a copy of that checkpoint and runs one batch of one row:
+that batch has to load the whole state from the checkpoint. It prints the median duration of
+that batch (``triggerExecution``) and of the state operator's part of it, per provider, and
+rockstate's ratio. Both providers pay the same query start; nothing is asserted (shared,
+noisy machines: read the numbers side by side).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from provider_bench import PROVIDERS, write_input
+
+SNAPSHOT_EVERY_2 = {
+    "rockstate": {"spark.sql.streaming.stateStore.rockstate.snapshotInterval": "2"},
+    "spark-rocksdb-changelog": {
+        "spark.sql.streaming.stateStore.minDeltasForSnapshot": "2"},
+}
+
+
+def _session(name: str):
+    from pyspark.sql import SparkSession
+
+    import rockstate
+
+    provider, extra = PROVIDERS[name]
+    builder = (SparkSession.builder.master("local[2]").appName(f"cold-load-{name}")
+               .config("spark.sql.shuffle.partitions", "1")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.driver.memory", "3g")
+               .config("spark.sql.streaming.stateStore.maintenanceInterval", "1s"))
+    spark = rockstate.configure(builder).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.conf.set("spark.sql.streaming.stateStore.providerClass", provider)
+    for k, v in {**extra, **SNAPSHOT_EVERY_2[name]}.items():
+        spark.conf.set(k, v)
+    return spark
+
+
+def _query(spark, src: Path, checkpoint: Path):
+    from pyspark.sql import functions as F
+
+    df = spark.readStream.schema("key STRING, value INT").option("maxFilesPerTrigger", 1) \
+        .parquet(str(src))
+    return (df.groupBy("key").agg(F.count("*").alias("n"), F.sum("value").alias("total"))
+            .writeStream.outputMode("update").format("noop")
+            .option("checkpointLocation", str(checkpoint)).start())
+
+
+def build(name: str, work: Path, staged: list[Path]) -> None:
+    """Child: builds the state, then waits for the background snapshots to land."""
+    spark = _session(name)
+    src = work / "src"
+    src.mkdir(parents=True)
+    query = _query(spark, src, work / "checkpoint")
+    for f in staged:
+        shutil.copy(f, src / f.name)
+        query.processAllAvailable()
+    time.sleep(8)  # Spark snapshots in maintenance, rockstate in the background: both land
+    query.stop()
+    spark.stop()
+
+
+def load(name: str, work: Path, run: int) -> dict:
+    """Child: a new application restarts the query on a copy and runs a one-row batch."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    copy = work / f"load-{run}"
+    shutil.copytree(work / "checkpoint", copy / "checkpoint")
+    shutil.copytree(work / "src", copy / "src")
+    spark = _session(name)
+    query = _query(spark, copy / "src", copy / "checkpoint")
+    query.processAllAvailable()  # nothing new: the restart itself
+    pq.write_table(pa.table({"key": ["key-00000001"], "value": pa.array([1], pa.int32())}),
+                   copy / "src" / "zz-one-row.parquet")
+    query.processAllAvailable()
+    p = query.lastProgress
+    query.stop()
+    spark.stop()
+    shutil.rmtree(copy, ignore_errors=True)
+    op = p["stateOperators"][0]
+    return {"batch_ms": p["durationMs"]["triggerExecution"],
+            "add_batch_ms": p["durationMs"].get("addBatch", 0),
+            "keys": op["numRowsTotal"]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--keys", type=int, default=1_000_000)
+    parser.add_argument("--changed", type=int, default=50_000)
+    parser.add_argument("--batches", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--providers", default="rockstate,spark-rocksdb-changelog")
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        phase, name, work = args.child
+        if phase == "build":
+            staged = sorted((Path(work).parent / "input" / "staged").glob("*.parquet"))
+            build(name, Path(work), staged)
+        else:
+            print("RESULT " + json.dumps(load(name, Path(work), int(phase))))
+        return 0
+
+    workdir = Path(tempfile.mkdtemp(prefix="rockstate-cold-load-"))
+    write_input(workdir / "input" / "src", args.keys, args.changed, args.batches)
+    results: dict[str, list[dict]] = {}
+    for name in args.providers.split(","):
+        work = workdir / name
+        runs = []
+        for phase in ["build"] + [str(i) for i in range(args.repeats)]:
+            out = subprocess.run([sys.executable, __file__, "--child", phase, name, str(work)],
+                                 capture_output=True, text=True, env=os.environ, check=False)
+            if out.returncode != 0:
+                print(f"{name} {phase} failed:\n{out.stderr[-3000:]}", file=sys.stderr)
+                return 1
+            line = next((ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")), None)
+            if line:
+                runs.append(json.loads(line[len("RESULT "):]))
+        results[name] = runs
+    print(f"keys={args.keys} changed/batch={args.changed} batches={args.batches} "
+          f"repeats={args.repeats} (one partition; snapshot every 2 versions)")
+    medians = {}
+    for name, runs in results.items():
+        medians[name] = {k: statistics.median(r[k] for r in runs)
+                         for k in ("batch_ms", "add_batch_ms")}
+        print(f"{name:26} load batch p50 {medians[name]['batch_ms']:8.0f} ms   addBatch p50 "
+              f"{medians[name]['add_batch_ms']:8.0f} ms   keys {runs[-1]['keys']}")
+    if "rockstate" in medians:
+        for name, m in medians.items():
+            if name != "rockstate":
+                print(f"rockstate / {name}: load batch "
+                      f"{medians['rockstate']['batch_ms'] / m['batch_ms']:.2f}  addBatch "
+                      f"{medians['rockstate']['add_batch_ms'] / m['add_batch_ms']:.2f}")
+    shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
