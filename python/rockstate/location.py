@@ -141,7 +141,7 @@ class CheckpointLocation:
     def landed(self, store: StoreRef, version: int,
                entries: list[VersionEntry] | None = None) -> VersionEntry:
         """The attempt of ``version`` that counts: the one Spark's commit log recorded
-        (checkpoint format 2), else the one the storage wrote last (``landed``).
+        (checkpoint format 2), else the one the storage wrote last (``_written_last``).
         ``entries`` is the store's listing, when the caller has it already."""
         listing = self.version_entries(store) if entries is None else entries
         attempts = [e for e in listing if e.version == version]
@@ -157,7 +157,7 @@ class CheckpointLocation:
                     f"version {version} of {store}: Spark's commit log records the state id "
                     f"{ids[index]}, but {path} is missing from the checkpoint location.")
             return found
-        found = landed(attempts)
+        found = _written_last(attempts)
         if found is None:
             raise CorruptCheckpointError(
                 f"version {version} of {store} has no version file nor manifest in the "
@@ -263,7 +263,7 @@ class VersionEntry:
         return self.path.startswith("manifests/")
 
 
-def landed(attempts: list[VersionEntry]) -> VersionEntry | None:
+def _written_last(attempts: list[VersionEntry]) -> VersionEntry | None:
     """Of several attempts of one version, the one the storage wrote last (then the greatest
     name): the JVM's rule (``VersionEntry.landed``), so every reader picks the same."""
     return max(attempts, key=lambda e: (e.mtime, e.path), default=None)

@@ -55,9 +55,9 @@ object CheckpointReporter extends Logging {
             m.files.map(_.size).sum, m.numKeys)
           CheckpointPins.pend(root.toString, m.version, System.currentTimeMillis())
           // Format 3: the version file whose state the snapshot holds (its path is the id).
-          val version = if (VersionFile.isVersionFile(m.stateId)) m.stateId
+          val versionFile = if (VersionFile.isVersionFile(m.stateId)) m.stateId
             else s"manifests/${m.version}.json"
-          send(ctx, SnapshotAck(source(m.version), relativeDir, path, version, m.stateId,
+          send(ctx, SnapshotAck(source(m.version), relativeDir, path, versionFile, m.stateId,
             figures, System.currentTimeMillis()))
         }
       }

@@ -220,13 +220,8 @@ object LocalStoreFiles extends Logging {
 
   private def computeCrc(file: File): Long = {
     val crc = new CRC32()
-    val buf = new Array[Byte](1 << 16)
     Using.resource(new FileInputStream(file)) { in =>
-      var n = in.read(buf)
-      while (n >= 0) {
-        crc.update(buf, 0, n)
-        n = in.read(buf)
-      }
+      StoreCheckpointDir.copy(in, java.io.OutputStream.nullOutputStream(), crc)
     }
     crc.getValue
   }

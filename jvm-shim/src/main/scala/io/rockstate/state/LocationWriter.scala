@@ -50,16 +50,7 @@ final class LocationWriter(fs: FileSystem, root: Path, hadoopConf: Configuration
    * called once only.
    */
   def publish(path: Path)(write: OutputStream => Long): Long = localPath(path) match {
-    case Some(file) =>
-      val dir = file.getParent
-      Files.createDirectories(dir)
-      val tmp = dir.resolve(s".${file.getFileName}.${UUID.randomUUID()}.tmp")
-      try {
-        val n = Using.resource(Files.newOutputStream(tmp, StandardOpenOption.CREATE_NEW,
-          StandardOpenOption.WRITE))(write)
-        Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE)
-        n
-      } finally Files.deleteIfExists(tmp)
+    case Some(file) => atomicLocal(file, replace = false)(write)
     case None if atomicCreate =>
       // Closing the stream completes the upload; a failed write must not complete it.
       val out = fs.create(path, false)
@@ -70,15 +61,7 @@ final class LocationWriter(fs: FileSystem, root: Path, hadoopConf: Configuration
       }
       out.close()
       n
-    case None =>
-      val out = fileManager.createAtomic(path, false)
-      val n = try write(out) catch {
-        case e: Throwable =>
-          out.cancel()
-          throw e
-      }
-      out.close()
-      n
+    case None => atomicHadoop(path, overwrite = false)(write)
   }
 
   /** Abandons an object store upload without completing it, where the stream can. */
@@ -89,42 +72,54 @@ final class LocationWriter(fs: FileSystem, root: Path, hadoopConf: Configuration
   }
 
   /** Writes a whole small file atomically, replacing any earlier one; returns its size. */
-  def writeAtomic(path: Path, bytes: Array[Byte]): Long = localPath(path) match {
-    case Some(file) => writeAtomicLocal(file, bytes)
-    case None => writeAtomicHadoop(path, bytes)
+  def writeAtomic(path: Path, bytes: Array[Byte]): Long = {
+    def write(out: OutputStream): Long = {
+      out.write(bytes)
+      bytes.length
+    }
+    localPath(path) match {
+      case Some(file) => atomicLocal(file, replace = true)(write)
+      case None =>
+        fs.mkdirs(path.getParent)
+        atomicHadoop(path, overwrite = true)(write)
+    }
   }
 
   /**
    * The local file system's atomic write: the temporary file is named as CheckpointFileManager
-   * names it (so cleanup sweeps a crashed writer's), and replaced into place by one rename(2).
-   * A checksum file Hadoop wrote for an earlier content of the same path is dropped first: it
-   * would fail every later read of the new content.
+   * names it (so cleanup sweeps a crashed writer's), and moved into place by one rename(2).
+   * Replacing, a checksum file Hadoop wrote for an earlier content of the same path is dropped
+   * first: it would fail every later read of the new content.
    */
-  private def writeAtomicLocal(file: java.nio.file.Path, bytes: Array[Byte]): Long = {
+  private def atomicLocal(file: java.nio.file.Path, replace: Boolean)(
+      write: OutputStream => Long): Long = {
     val dir = file.getParent
     Files.createDirectories(dir)
     val name = file.getFileName.toString
     val tmp = dir.resolve(s".$name.${UUID.randomUUID()}.tmp")
     try {
-      Files.write(tmp, bytes, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)
-      Files.deleteIfExists(dir.resolve(s".$name.crc"))
-      Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING)
+      val n = Using.resource(Files.newOutputStream(tmp, StandardOpenOption.CREATE_NEW,
+        StandardOpenOption.WRITE))(write)
+      if (replace) {
+        Files.deleteIfExists(dir.resolve(s".$name.crc"))
+        Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING)
+      } else Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE)
+      n
     } finally Files.deleteIfExists(tmp)
-    bytes.length
   }
 
-  private def writeAtomicHadoop(path: Path, bytes: Array[Byte]): Long = {
-    fs.mkdirs(path.getParent)
-    val out = fileManager.createAtomic(path, true)
+  /** Spark's CheckpointFileManager's atomic write: a cancelled stream leaves nothing behind. */
+  private def atomicHadoop(path: Path, overwrite: Boolean)(write: OutputStream => Long): Long = {
+    val out = fileManager.createAtomic(path, overwrite)
     try {
-      out.write(bytes)
-      out.close()
+      val n = write(out)
+      out.close() // the rename into place
+      n
     } catch {
       case e: Throwable =>
         out.cancel()
         throw e
     }
-    bytes.length
   }
 }
 

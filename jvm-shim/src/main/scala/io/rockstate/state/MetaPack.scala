@@ -1,6 +1,8 @@
 package io.rockstate.state
 
-import java.io.{BufferedInputStream, BufferedOutputStream, DataInputStream, DataOutputStream, EOFException, File, FileInputStream, FileOutputStream}
+import java.io.{BufferedInputStream, BufferedOutputStream, ByteArrayInputStream, ByteArrayOutputStream, DataInputStream, DataOutputStream, EOFException, File, FileOutputStream, OutputStream}
+import java.util.Base64
+import java.util.zip.CRC32
 import java.nio.charset.StandardCharsets
 import java.nio.file.Files
 
@@ -27,52 +29,52 @@ object MetaPack {
 
   /** Packs `files` (plain files, by their names) into a manifest's inline pack. */
   def inline(files: Seq[File]): MetaPackRef = {
-    val bytes = new java.io.ByteArrayOutputStream()
-    write(files, bytes)
-    val crc = new java.util.zip.CRC32()
-    crc.update(bytes.toByteArray)
-    MetaPackRef(bytes.size, crc.getValue,
-      java.util.Base64.getEncoder.encodeToString(bytes.toByteArray))
+    val out = new ByteArrayOutputStream()
+    write(files, out)
+    val bytes = out.toByteArray
+    val crc = new CRC32()
+    crc.update(bytes)
+    MetaPackRef(bytes.length, crc.getValue, Base64.getEncoder.encodeToString(bytes))
   }
 
   /** Unpacks a manifest's inline pack into `into`, after checking its size and CRC32. */
   def unpackInline(pack: MetaPackRef, into: File, where: String): Seq[String] = {
-    val bytes = try java.util.Base64.getDecoder.decode(pack.data) catch {
+    val bytes = try Base64.getDecoder.decode(pack.data) catch {
       case _: IllegalArgumentException => throw new CorruptCheckpointException(
         s"rockstate: the meta pack of $where is not valid base64; the manifest is damaged.")
     }
-    val crc = new java.util.zip.CRC32()
+    val crc = new CRC32()
     crc.update(bytes)
     if (bytes.length != pack.size || crc.getValue != pack.crc32) {
       throw new CorruptCheckpointException(s"rockstate: the meta pack of $where is damaged: " +
         s"expected ${pack.size} bytes with CRC32 ${pack.crc32}, found ${bytes.length} with " +
         s"CRC32 ${crc.getValue}. Restore the file or restart the query from an earlier version.")
     }
-    unpack(new java.io.ByteArrayInputStream(bytes), into, where)
+    unpack(bytes, into, where)
   }
 
-  private def write(files: Seq[File], raw: java.io.OutputStream): Unit = {
-      raw.write(Magic)
-      raw.write(Format.toInt)
-      Using.resource(new DataOutputStream(new BufferedOutputStream(
-          new ZstdOutputStream(raw, 3), 1 << 16))) { data =>
-        data.writeInt(files.size)
-        files.foreach { f =>
-          val name = f.getName.getBytes(StandardCharsets.UTF_8)
-          data.writeInt(name.length)
-          data.write(name)
-          data.writeLong(f.length)
-          Files.copy(f.toPath, data)
-        }
+  private def write(files: Seq[File], raw: OutputStream): Unit = {
+    raw.write(Magic)
+    raw.write(Format.toInt)
+    Using.resource(new DataOutputStream(new BufferedOutputStream(
+        new ZstdOutputStream(raw, 3), 1 << 16))) { data =>
+      data.writeInt(files.size)
+      files.foreach { f =>
+        val name = f.getName.getBytes(StandardCharsets.UTF_8)
+        data.writeInt(name.length)
+        data.write(name)
+        data.writeLong(f.length)
+        Files.copy(f.toPath, data)
       }
+    }
   }
 
   /** Unpacks a (checked) pack into directory `into`; returns the names written. */
-  private def unpack(pack: java.io.InputStream, into: File, where: String): Seq[String] = {
+  private def unpack(pack: Array[Byte], into: File, where: String): Seq[String] = {
     def corrupt(why: String) = new CorruptCheckpointException(
       s"rockstate: the meta pack of $where is damaged ($why). Restore the file or restart the " +
         "query from an earlier version (`rockstate verify` lists every damaged version).")
-    Using.resource(pack) { raw =>
+    Using.resource(new ByteArrayInputStream(pack)) { raw =>
       val header = raw.readNBytes(Magic.length + 1)
       if (header.length < Magic.length + 1 || !header.take(Magic.length).sameElements(Magic)) {
         throw corrupt("not a rockstate meta pack")

@@ -89,8 +89,7 @@ final class RetentionCleaner(dir: StoreCheckpointDir, conf: RockstateConf) exten
     temps.foreach(dir.delete)
     dir.deleteEmptyMetaDirs(graceStart)
     val kept = snapshots.map(_._1).filterNot(p => dropped.exists(_._1 == p))
-    val versionsKept = entries.map(_.path).filterNot(p => goneFiles.contains(p) ||
-      manifests.exists(_.path == p))
+    val versionsKept = entries.map(_.path).toSet -- goneFiles -- manifests.map(_.path)
     (CleanupStats(manifests.size + goneFiles.size, dropped.size, deletable.size,
       orphans.size + temps.size), registry.referenced ++ kept ++ versionsKept)
   }

@@ -36,8 +36,9 @@ final class ConfirmedFiles(initial: Iterable[StateFile], initialOwner: String) {
 /**
  * The asynchronous part of a snapshot (Flink's AsyncSnapshotCallable): upload the SST files of
  * a local checkpoint that no confirmed snapshot has, then the snapshot manifest, last, with
- * RocksDB's small files packed inside it (`MetaPack`). The synchronous part (flush and hard-link checkpoint) happened on the task,
- * at `takenAtNanos`; the orphan grace is counted from there, queueing included.
+ * RocksDB's small files packed inside it (`MetaPack`). The synchronous part (flush and
+ * hard-link checkpoint) happened on the task, at `takenAtNanos`; the orphan grace is counted
+ * from there, queueing included.
  *
  * After the manifest is written the job checks what it relied on: that the manifests owning
  * the files it reused still exist, and that the whole upload stayed within half the orphan
@@ -67,30 +68,24 @@ final case class SnapshotJob(
       if (f.getName.endsWith(".sst")) confirmed.reusable(f.getName, f.length) else None)
     val goneOwners = candidates.map(_._2).distinct.filterNot(remote.exists)
     goneOwners.foreach(confirmed.forgetOwner)
-    upload(files, background)
-  }
-
-  private def upload(files: Seq[File], background: Boolean): (SnapshotManifest, String) = {
-    val version = manifest.version
     val start = System.nanoTime()
     def uploadDelay(): Unit =
       if (background && conf.testUploadDelayMs > 0) Thread.sleep(conf.testUploadDelayMs)
     val (ssts, small) = files.partition(_.getName.endsWith(".sst"))
-    // (entry, the owner it is reused from, the local file) per file the manifest names
-    val sstEntries = ssts.map { f =>
+    // (entry, the owner it is reused from) per SST
+    val entries = ssts.map { f =>
       confirmed.reusable(f.getName, f.length) match {
-        case Some((shared, owner)) => (shared, Some(owner), f)
+        case Some((shared, owner)) => (shared, Some(owner))
         case None =>
           uploadDelay()
           val path = s"sst/${f.getName.stripSuffix(".sst")}-${UUID.randomUUID()}.sst"
           val (size, crc) = remote.upload(f, path)
-          (StateFile(f.getName, path, size, crc, "sst"), None, f)
+          (StateFile(f.getName, path, size, crc, "sst"), None)
       }
     }
     // RocksDB's small files go inside the manifest: no object of their own (an object store
     // charges per request and per listed file).
     val pack = MetaPack.inline(small)
-    val entries = sstEntries
     // An upload that outlived half the orphan grace period may have lost files to another
     // executor's orphan sweep; abandon it rather than write a manifest naming them.
     if (conf.outlivedGrace(sinceMs(takenAtNanos))) throw outlived(version)
@@ -117,7 +112,9 @@ final case class SnapshotJob(
       }
       throw outlived(version)
     }
-    uploaded.foreach { case (e, _, file) => local.adopt(file, e.path, e.crc32) }
+    uploaded.foreach { case (e, _) =>
+      local.adopt(new File(checkpoint, e.localName), e.path, e.crc32)
+    }
     (written, path)
   }
 

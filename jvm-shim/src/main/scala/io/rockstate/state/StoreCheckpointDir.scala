@@ -25,6 +25,8 @@ import org.apache.hadoop.fs.{FileStatus, FileSystem, Path}
  * (`VersionEntry.landed`) is the version, as a rename over the same name would have decided.
  */
 final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
+  import StoreCheckpointDir.copy
+
   private val fs: FileSystem = root.getFileSystem(hadoopConf)
   private val writer = new LocationWriter(fs, root, hadoopConf)
 
@@ -154,7 +156,7 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
     else {
       val path = resolve(entry.path)
       val m = try Using.resource(fs.open(path))(in =>
-        VersionFile.readHeader(in, entry.path, path.toString)) catch {
+        VersionFile.readHeader(in, path.toString)) catch {
         case e: java.io.FileNotFoundException => throw new CorruptCheckpointException(
           s"rockstate: version file $path vanished while it was read", e)
       }
@@ -306,7 +308,15 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
     }
   }
 
-  private def copy(in: InputStream, out: OutputStream, crc: CRC32): Long = {
+}
+
+object StoreCheckpointDir {
+  /**
+   * Copies `in` to `out`, adding every byte to `crc`; returns the bytes copied. The one loop
+   * behind uploads, downloads, version files and cache checks (`OutputStream.nullOutputStream`
+   * when only the checksum is wanted).
+   */
+  def copy(in: InputStream, out: OutputStream, crc: CRC32): Long = {
     val buf = new Array[Byte](1 << 16)
     var total = 0L
     var n = in.read(buf)

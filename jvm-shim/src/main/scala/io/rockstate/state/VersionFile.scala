@@ -51,14 +51,7 @@ object VersionFile {
       put(Array(Layout), 1)
       put(ByteBuffer.allocate(4).putInt(header.length).array(), 4)
       put(header, header.length)
-      Using.resource(new FileInputStream(changes)) { in =>
-        val buf = new Array[Byte](1 << 16)
-        var n = in.read(buf)
-        while (n >= 0) {
-          if (n > 0) put(buf, n)
-          n = in.read(buf)
-        }
-      }
+      Using.resource(new FileInputStream(changes))(in => StoreCheckpointDir.copy(in, data, crc))
       data.writeInt(crc.getValue.toInt)
       data.write(EndMagic)
     }
@@ -86,28 +79,11 @@ object VersionFile {
       }
       val expected = ByteBuffer.wrap(trailer, 0, 4).getInt.toLong & 0xffffffffL
       if (checkCrc) checkContent(file, length, expected, where)
-      raf.seek(0)
-      val start = new Array[Byte](HeaderStart)
-      raf.readFully(start)
-      if (!java.util.Arrays.equals(start.take(Magic.length), Magic)) {
-        throw corrupt(where, "not a rockstate version file")
-      }
-      if (start(Magic.length) != Layout) {
-        throw corrupt(where, s"unknown version file layout ${start(Magic.length)}")
-      }
-      val headerLen = ByteBuffer.wrap(start, Magic.length + 1, 4).getInt
-      if (headerLen <= 0 || headerLen > MaxHeaderBytes ||
-        HeaderStart.toLong + headerLen > length - TrailerBytes) {
-        throw corrupt(where, s"header length $headerLen out of range")
-      }
-      val header = new Array[Byte](headerLen)
-      raf.readFully(header)
-      val m = VersionManifest.fromJson(header, where)
-      if (m.formatVersion < 3) throw corrupt(where, s"its header has format ${m.formatVersion}")
-      val changesOffset = HeaderStart.toLong + headerLen
-      Parsed(withOwnChanges(m, path, size, crc32), changesOffset,
-        length - TrailerBytes - changesOffset)
     }
+    val (m, changesOffset) = Using.resource(new Limited(new FileInputStream(file),
+      length - TrailerBytes))(in => readStart(in, where))
+    Parsed(withOwnChanges(m, path, size, crc32), changesOffset,
+      length - TrailerBytes - changesOffset)
   }
 
   /**
@@ -122,12 +98,7 @@ object VersionFile {
   private def checkContent(file: File, length: Long, expected: Long, where: String): Unit = {
     val crc = new CRC32()
     Using.resource(new Limited(new FileInputStream(file), length - TrailerBytes)) { in =>
-      val buf = new Array[Byte](1 << 16)
-      var n = in.read(buf)
-      while (n >= 0) {
-        if (n > 0) crc.update(buf, 0, n)
-        n = in.read(buf)
-      }
+      StoreCheckpointDir.copy(in, java.io.OutputStream.nullOutputStream(), crc)
     }
     if (crc.getValue != expected) {
       throw corrupt(where, s"its CRC32 is ${crc.getValue}, its trailer says $expected")
@@ -138,10 +109,16 @@ object VersionFile {
    * Reads only the header of a version file (cleanup and listings need the lineage, not the
    * changes); the trailer is not checked here, loads check it.
    */
-  def readHeader(in: InputStream, path: String, where: String): VersionManifest = {
+  def readHeader(in: InputStream, where: String): VersionManifest = readStart(in, where)._1
+
+  /** Reads magic, layout and header from the file's start; returns them and where they end. */
+  private def readStart(in: InputStream, where: String): (VersionManifest, Long) = {
     val start = in.readNBytes(HeaderStart)
     if (start.length < HeaderStart || !java.util.Arrays.equals(start.take(Magic.length), Magic)) {
       throw corrupt(where, "not a rockstate version file")
+    }
+    if (start(Magic.length) != Layout) {
+      throw corrupt(where, s"unknown version file layout ${start(Magic.length)}")
     }
     val headerLen = ByteBuffer.wrap(start, Magic.length + 1, 4).getInt
     if (headerLen <= 0 || headerLen > MaxHeaderBytes) {
@@ -151,7 +128,7 @@ object VersionFile {
     if (header.length < headerLen) throw corrupt(where, "it ends inside its header")
     val m = VersionManifest.fromJson(header, where)
     if (m.formatVersion < 3) throw corrupt(where, s"its header has format ${m.formatVersion}")
-    m
+    (m, HeaderStart.toLong + headerLen)
   }
 
   /** The changes of a checked local version file, as a stream for `Changelog.replay`. */

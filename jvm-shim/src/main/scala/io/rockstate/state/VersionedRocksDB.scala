@@ -212,8 +212,9 @@ final class VersionedRocksDB(
     closeDb()
     FileUtils.deleteDirectory(workDir)
     Files.createDirectories(workDir.toPath)
-    val snapshot = manifest.flatMap(_.snapshot).map(ref =>
-      checkpointDir.readSnapshotManifest(ref.path, fetched.neededBy))
+    val snapshotRef = manifest.flatMap(_.snapshot)
+    val snapshot = snapshotRef.map(ref => checkpointDir.readSnapshotManifest(ref.path,
+      fetched.neededBy))
     // Every file the rebuild needs, fetched in parallel first (each checked against its size
     // and CRC32): on an object store a load is bound by request latency, not bandwidth.
     fetched.prefetch(snapshot.toSeq.flatMap(_.files.map(f => (f.path, f.size, f.crc32))) ++
@@ -225,19 +226,19 @@ final class VersionedRocksDB(
       if (f.kind == "sst") Files.createLink(target.toPath, cached.toPath)
       else Files.copy(cached.toPath, target.toPath)
     })
-    // Format 3: the small files are packed inside the snapshot manifest.
-    for (m <- manifest; ref <- m.snapshot; s <- snapshot; pack <- s.metaPack) {
-      MetaPack.unpackInline(pack, workDir, checkpointDir.resolve(ref.path).toString)
-    }
-    // RocksDB would open a directory without CURRENT as a new, empty database: never that.
-    if (snapshot.isDefined && !new File(workDir, "CURRENT").isFile) {
-      throw new CorruptCheckpointException(s"rockstate: the snapshot of ${fetched.neededBy} " +
-        s"(${manifest.flatMap(_.snapshot).map(_.path).getOrElse("?")}) has no RocksDB CURRENT " +
-        "file; it is damaged, and is never read as empty state. Restore it or restart the " +
-        "query from an earlier version.")
+    for (ref <- snapshotRef; s <- snapshot) {
+      // Format 3: the small files are packed inside the snapshot manifest.
+      val where = checkpointDir.resolve(ref.path).toString
+      s.metaPack.foreach(MetaPack.unpackInline(_, workDir, where))
+      // RocksDB would open a directory without CURRENT as a new, empty database: never that.
+      if (!new File(workDir, "CURRENT").isFile) {
+        throw new CorruptCheckpointException(s"rockstate: the snapshot of ${fetched.neededBy} " +
+          s"(${ref.path}) has no RocksDB CURRENT file; it is damaged, and is never read as " +
+          "empty state. Restore it or restart the query from an earlier version.")
+      }
     }
     confirmedFiles = new ConfirmedFiles(snapshot.toSeq.flatMap(_.files.filter(_.kind == "sst")),
-      manifest.flatMap(_.snapshot).map(_.path).getOrElse(""))
+      snapshotRef.map(_.path).getOrElse(""))
     db = Some(new LocalRocksDB(workDir, conf))
     manifest match {
       case Some(m) =>
