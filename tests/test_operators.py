@@ -197,6 +197,22 @@ def test_commits_write_the_change_and_snapshots_share_files(spark, workdir: Path
     assert sum(m["rockstateSnapshotsFailed"] for m in _metrics(run)) == 0
 
 
+def test_snapshots_stay_on_their_interval_because_spark_hears_of_them(spark, workdir: Path):
+    """Spark's StateStoreCoordinator (4.1+) asks a store it believes lags for a snapshot on every
+    commit; rockstate reports each uploaded snapshot to it, so none is forced: over 16 batches
+    with a snapshot every 2 versions (the session's interval), every snapshot is of an even
+    version. Unreported, Spark forced one from about version 13 on (odd versions too)."""
+    batches = [events(b, "abcdefgh"[: b % 8 + 1]) for b in range(16)]
+    run = run_stream(
+        spark, rockstate.PROVIDER_CLASS, lambda s: s.groupBy("key").agg(F.count("*").alias("n")),
+        batches, workdir=workdir, name="coordinator", schema=SCHEMA,
+        confs={"spark.sql.streaming.stateStore.minDeltasForSnapshot": "2"})
+    snapshots = [int(p.name.split("-")[0]) for p in
+                 (Path(run.checkpoint) / "state" / "0" / "0" / "snapshots").glob("*.json")]
+    assert max(snapshots) >= 14, snapshots
+    assert all(v % 2 == 0 for v in snapshots), sorted(snapshots)
+
+
 def test_restarted_query_recovers_locally_and_downloads_nothing(spark, workdir: Path):
     batches = [events(b, "abcdefgh"[: b + 2]) for b in range(5)]
     run = run_stream(
