@@ -24,6 +24,15 @@ lazy val sparkJars: Seq[File] = {
     !f.getName.startsWith("scala-library") && !f.getName.startsWith("scala-reflect"))
 }
 
+// The Spark line of those jars picks the line's adapter folder, jvm-shim/src/spark-<line>/scala
+// (the table of lines is python/rockstate/spark_lines.py).
+lazy val sparkVersion: String = sparkJarsDir.listFiles().map(_.getName)
+  .collectFirst { case n if n.startsWith("spark-sql_2.13-") && n.endsWith(".jar") =>
+    n.stripPrefix("spark-sql_2.13-").stripSuffix(".jar") }
+  .getOrElse(sys.error(s"rockstate: no spark-sql_2.13 jar in $sparkJarsDir"))
+
+lazy val sparkLine: String = sparkVersion.split('.').take(2).mkString(".")
+
 lazy val scalaFromSpark: String = sparkJarsDir.listFiles().map(_.getName)
   .collectFirst { case n if n.startsWith("scala-library-2.13.") =>
     n.stripPrefix("scala-library-").stripSuffix(".jar") }
@@ -37,6 +46,14 @@ lazy val shim = (project in file("jvm-shim"))
   .settings(
     name := "rockstate-shim",
     Compile / unmanagedJars ++= sparkJars.map(Attributed.blank),
+    Compile / unmanagedSourceDirectories += {
+      val dir = baseDirectory.value / "src" / s"spark-$sparkLine" / "scala"
+      if (!dir.isDirectory) sys.error(s"rockstate: Spark $sparkLine ($sparkVersion) has no " +
+        s"adapter folder $dir; supported lines are in python/rockstate/spark_lines.py")
+      dir
+    },
+    Compile / packageBin / packageOptions += Package.ManifestAttributes(
+      "Rockstate-Spark-Line" -> sparkLine, "Rockstate-Pyspark-Version" -> sparkVersion),
     Test / unmanagedJars ++= sparkJars.map(Attributed.blank),
     libraryDependencies += "org.scalatest" %% "scalatest" % "3.2.19" % Test,
     scalacOptions ++= Seq("-deprecation", "-feature", "-release", "17"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import sys
 from pathlib import Path
 
@@ -23,16 +24,23 @@ def _load_build_module():
 
 
 class BuildPyWithJar(build_py):
-    """Compiles jvm-shim/ with the pyspark wheel's Scala compiler into rockstate/jars/."""
+    """Compiles jvm-shim/ for the installed Spark line with its pyspark's Scala compiler into
+    rockstate/jars/, and ships the sources beside it."""
 
     def run(self):
         super().run()
         builder = _load_build_module()
-        out = Path(self.build_lib) / "rockstate" / "jars"
+        package = Path(self.build_lib) / "rockstate"
         try:
-            builder.build(out, sources=HERE / "jvm-shim" / "src" / "main" / "scala", quiet=True)
+            builder.build(package / "jars", sources=HERE, quiet=True)
         except builder.BuildError as e:
             raise SystemExit(str(e)) from None
+        # The sources of every line travel with the package: installed next to another Spark
+        # line than the jar's (a wheel built elsewhere), rockstate builds its jar on first use.
+        target = package / builder.PACKAGED_SOURCES / "jvm-shim" / "src"
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(HERE / "jvm-shim" / "src", target,
+                        ignore=shutil.ignore_patterns("test"))
 
 
 setup(cmdclass={"build_py": BuildPyWithJar})

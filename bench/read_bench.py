@@ -53,7 +53,7 @@ def main() -> int:
     query.processAllAvailable()
     # A second, one-row batch once the first batch's snapshot is uploaded: the version read
     # is then a RocksDB snapshot plus one changelog, the common case.
-    spark.sparkContext._jvm.io.rockstate.state.SnapshotUploader.awaitIdle(120000)
+    spark.sparkContext._jvm.io.rockstate.storage.SnapshotUploader.awaitIdle(120000)
     spark.createDataFrame([("user-0", 1)], "key STRING, value LONG").write.mode("append") \
         .parquet(str(src))
     query.processAllAvailable()

@@ -209,6 +209,7 @@ class _Resolver:
                 if key == ("software.amazon.awssdk", "bundle") and sdk_modules is not None:
                     # The modules instead, with their own dependencies (hadoop-project
                     # excludes all of the bundle's, which it shades in).
+                    version = _sdk_release_with(dep.group, sdk_modules, version)
                     queue.extend((_Coord(dep.group, m, version), excluded) for m in sdk_modules)
                     continue
                 exclusions = dep.exclusions | (managed.exclusions if managed else frozenset())
@@ -285,6 +286,28 @@ class _Resolver:
             path.parent.mkdir(parents=True, exist_ok=True)
             _atomic_write(path, data)
         return path.read_bytes()
+
+
+def _sdk_release_with(group: str, modules: tuple[str, ...], version: str) -> str:
+    """`version`, or the first later patch release of the same minor line that has every module:
+    the AWS SDK skips some modules in some releases (s3-transfer-manager has no 2.24.6, the
+    bundle Hadoop 3.4.1 names)."""
+    def versions(module: str) -> set[str]:
+        meta = _fetch(f"{MAVEN}{group.replace('.', '/')}/{module}/maven-metadata.xml")
+        return {v.text.strip() for v in ET.fromstring(meta).iter("version") if v.text}
+
+    common = set.intersection(*(versions(m) for m in modules))
+    if version in common:
+        return version
+
+    def parts(v: str) -> tuple[int, ...]:
+        return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
+
+    later = sorted((v for v in common if parts(v)[:2] == parts(version)[:2]
+                    and parts(v) > parts(version)), key=parts)
+    if not later:
+        raise RuntimeError(f"no release of {group} {version[:4]}x has all of {modules}")
+    return later[0]
 
 
 def _excluded(key: tuple[str, str], exclusions: frozenset[tuple[str, str]]) -> bool:

@@ -121,7 +121,7 @@ def run_stream(
 def audit_checkpoint(spark, checkpoint: Path | str, retained: int) -> list[dict]:
     """rockstate's JVM audit of every store: files referenced, retained versions loadable."""
     jvm = spark.sparkContext._jvm
-    reports = json.loads(jvm.io.rockstate.state.StoreAudit.auditCheckpointJson(
+    reports = json.loads(jvm.io.rockstate.storage.StoreAudit.auditCheckpointJson(
         str(checkpoint), retained))
     assert reports, f"no rockstate store found under {checkpoint}"
     return reports
@@ -143,8 +143,22 @@ def state_rows(spark, checkpoint: Path, **options: str) -> list[tuple]:
     for k, v in options.items():
         reader = reader.option(k, v)
     df = reader.load(str(checkpoint))
-    cols = [c for c in df.columns if c in ("key", "value", "partition_id")]
-    return sorted((tuple(r) for r in df.select(*cols).collect()), key=_key)
+    # transformWithState's list and map state variables have columns of their own.
+    cols = [c for c in df.columns if c in ("key", "value", "list_value", "user_map_key",
+                                           "user_map_value", "partition_id")]
+    return sorted((tuple(_ttl_set(v) for v in r) for r in df.select(*cols).collect()), key=_key)
+
+
+def _ttl_set(value):
+    """A transformWithState value with a TTL keeps its expiry time, which is wall-clock time:
+    compared as "set", not as a number."""
+    from pyspark.sql import Row
+
+    if isinstance(value, Row) and "ttlExpirationMs" in value.__fields__:
+        d = value.asDict()
+        d["ttlExpirationMs"] = d["ttlExpirationMs"] is not None and d["ttlExpirationMs"] > 0
+        return tuple(sorted(d.items()))
+    return value
 
 
 def assert_same_as_oracle(spark, build, batches, *, workdir: Path, name: str, schema: str,
@@ -153,8 +167,10 @@ def assert_same_as_oracle(spark, build, batches, *, workdir: Path, name: str, sc
                           confs: dict[str, str] | None = None,
                           checkpoint_root: str | None = None,
                           storage_options: dict | None = None,
-                          rockstate_confs: dict[str, str] | None = None):
-    """Runs the query on HDFSBackedStateStoreProvider and on rockstate; both must agree.
+                          rockstate_confs: dict[str, str] | None = None,
+                          oracle_provider: str = HDFS):
+    """Runs the query on the oracle (HDFSBackedStateStoreProvider unless told) and on
+    rockstate; both must agree.
 
     ``checkpoint_root`` (a URL) puts rockstate's checkpoint there, and ``storage_options``
     are fsspec's options to read it; the oracle's stays on local disk. ``rockstate_confs``
@@ -165,12 +181,13 @@ def assert_same_as_oracle(spark, build, batches, *, workdir: Path, name: str, sc
         p: run_stream(spark, p, build, batches, workdir=workdir, name=f"{name}-{label}",
                       schema=schema, output_mode=output_mode, restart_at=restart_at,
                       sources=sources,
-                      confs={**(confs or {}), **(rockstate_confs or {} if p != HDFS else {})},
+                      confs={**(confs or {}),
+                             **(rockstate_confs or {} if p != oracle_provider else {})},
                       checkpoint=f"{checkpoint_root}/{name}-{label}"
-                      if checkpoint_root and p != HDFS else None)
-        for label, p in (("oracle", HDFS), ("rockstate", rockstate.PROVIDER_CLASS))
+                      if checkpoint_root and p != oracle_provider else None)
+        for label, p in (("oracle", oracle_provider), ("rockstate", rockstate.PROVIDER_CLASS))
     }
-    oracle, mine = runs[HDFS], runs[rockstate.PROVIDER_CLASS]
+    oracle, mine = runs[oracle_provider], runs[rockstate.PROVIDER_CLASS]
     readable = str(mine.checkpoint).replace("s3a://", "s3://", 1)
     assert rockstate.provider_class(readable, **(storage_options or {})) == \
         rockstate.PROVIDER_CLASS

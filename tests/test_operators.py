@@ -142,35 +142,6 @@ def test_apply_in_pandas_with_state_event_time_timeout(spark, workdir: Path):
         BATCHES, workdir=workdir, name="pandas-state", schema=SCHEMA, output_mode="append")
 
 
-def test_transform_with_state_is_refused_by_spark_for_non_builtin_providers(spark, workdir):
-    """Spark 4.1+ runs transformWithState only on its own RocksDB provider (SPARK-54117)."""
-    from pyspark.sql.streaming import StatefulProcessor
-    from pyspark.sql.types import LongType, StructField, StructType
-
-    class Counter(StatefulProcessor):
-        def init(self, handle):
-            self.count = handle.getValueState("count", StructType([StructField("n", LongType())]))
-
-        def handleInputRows(self, key, rows, timerValues):
-            import pandas as pd
-
-            n = self.count.get()[0] if self.count.exists() else 0
-            n += sum(len(r) for r in rows)
-            self.count.update((n,))
-            yield pd.DataFrame({"key": [key[0]], "n": [n]})
-
-        def close(self):
-            pass
-
-    spark.conf.set("spark.sql.streaming.stateStore.providerClass", rockstate.PROVIDER_CLASS)
-    with pytest.raises(Exception, match="STORE_BACKEND_NOT_SUPPORTED_FOR_TWS"):
-        run_stream(
-            spark, rockstate.PROVIDER_CLASS,
-            lambda s: s.groupBy("key").transformWithStateInPandas(
-                Counter(), "key STRING, n LONG", "update", "None"),
-            BATCHES[:1], workdir=workdir, name="tws", schema=SCHEMA)
-
-
 SETTING = "spark.sql.streaming.stateStore.rockstate."
 
 

@@ -91,7 +91,7 @@ def checkpoints(sessions, tmp_path_factory) -> dict[str, Path]:
                          name=name, schema=SCHEMA,
                          output_mode="update" if name == "agg" else "append")
         out[name] = run.checkpoint
-    spark.sparkContext._jvm.io.rockstate.state.SnapshotUploader.awaitIdle(60000)
+    spark.sparkContext._jvm.io.rockstate.storage.SnapshotUploader.awaitIdle(60000)
     # The same aggregation on Spark's own RocksDB provider (a zip and shared SSTs a version).
     out["spark-agg"] = run_stream(
         spark, SPARK_ROCKSDB, _aggregate_with_struct_key, _batches(5), workdir=work,

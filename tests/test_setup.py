@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -12,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import rockstate
-from rockstate import build, jar
+from rockstate import build, jar, spark_lines
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -21,20 +23,40 @@ def test_installed_package_carries_a_jar_built_for_this_pyspark():
     import pyspark
 
     path = rockstate.jar_path()
+    assert path.parent == jar.JARS_DIR, "the installed jar fits: nothing is built on first use"
     info = json.loads((path.parent / build.BUILD_INFO).read_text())
     assert info["pyspark_version"] == pyspark.__version__
+    line = spark_lines.line_of(pyspark.__version__)
+    assert info["spark_line"] == line
+    assert jar.jar_line(path) == line
     with zipfile.ZipFile(path) as z:
         names = set(z.namelist())
     assert "io/rockstate/state/RockstateStateStoreProvider.class" in names
     assert "io/rockstate/plugin/RockstatePlugin.class" in names
+    # The sources of every line travel with it, for a wheel installed next to another line.
+    packaged = jar.PACKAGE_DIR / build.PACKAGED_SOURCES / "jvm-shim" / "src"
+    for s in spark_lines.LINES:
+        assert (packaged / f"spark-{s.line}" / "scala").is_dir(), s.line
 
 
 def test_build_compiles_the_shim_with_the_wheels_scala_compiler(tmp_path: Path):
-    out = build.build(tmp_path, sources=REPO / "jvm-shim" / "src" / "main" / "scala", quiet=True)
+    import pyspark
+
+    out = build.build(tmp_path, sources=REPO, quiet=True)
     with zipfile.ZipFile(out) as z:
         names = z.namelist()
     assert "io/rockstate/state/RockstateStateStoreProvider.class" in names
+    assert "io/rockstate/spark/line/LineStateStore.class" in names
     assert json.loads((tmp_path / build.BUILD_INFO).read_text())["scala"] == "2.13"
+    assert jar.jar_line(out) == spark_lines.line_of(pyspark.__version__)
+
+
+def test_every_supported_line_has_an_adapter_folder_and_nothing_else_does():
+    folders = {p.name for p in (REPO / "jvm-shim" / "src").glob("spark-*")}
+    assert folders == {f"spark-{s.line}" for s in spark_lines.LINES}
+    assert spark_lines.find("4.0.5").line == "4.0"
+    assert spark_lines.find("3.5.1") is None
+    assert spark_lines.find("4.4.0") is None
 
 
 def test_missing_java_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
@@ -60,16 +82,69 @@ def test_wrong_pyspark_version_is_named(monkeypatch: pytest.MonkeyPatch, tmp_pat
         build.find_pyspark()
 
 
-def test_jar_built_for_another_pyspark_is_refused(monkeypatch: pytest.MonkeyPatch,
+def _other_line(version: str) -> str:
+    line = spark_lines.line_of(version)
+    return next(s.tested for s in spark_lines.LINES if s.line != line)
+
+
+def test_jar_built_for_another_line_is_refused_without_sources(monkeypatch: pytest.MonkeyPatch,
+                                                               tmp_path: Path):
+    import pyspark
+
+    other = _other_line(pyspark.__version__)
+    (tmp_path / "jars").mkdir()
+    (tmp_path / "jars" / build.JAR_NAME).write_bytes(b"PK")
+    (tmp_path / "jars" / build.BUILD_INFO).write_text(json.dumps({"pyspark_version": other}))
+    monkeypatch.setattr(jar, "PACKAGE_DIR", tmp_path)
+    monkeypatch.setattr(jar, "JARS_DIR", tmp_path / "jars")
+    with pytest.raises(rockstate.RockstateSetupError,
+                       match=rf"built for pyspark {re.escape(other)} but pyspark "
+                             rf"{re.escape(pyspark.__version__)} is installed.*--force-reinstall"):
+        jar.jar_path()
+
+
+def test_jar_for_another_line_is_built_once_on_first_use(monkeypatch: pytest.MonkeyPatch,
+                                                         tmp_path: Path, capsys):
+    """A wheel built next to another Spark line: the packaged sources are compiled for the
+    installed line on first use, into the cache, and reused after."""
+    import pyspark
+
+    other = _other_line(pyspark.__version__)
+    package = tmp_path / "package"
+    (package / "jars").mkdir(parents=True)
+    (package / "jars" / build.JAR_NAME).write_bytes(b"PK")
+    (package / "jars" / build.BUILD_INFO).write_text(json.dumps({"pyspark_version": other}))
+    shutil.copytree(REPO / "jvm-shim" / "src",
+                    package / build.PACKAGED_SOURCES / "jvm-shim" / "src",
+                    ignore=shutil.ignore_patterns("test"))
+    monkeypatch.setattr(jar, "PACKAGE_DIR", package)
+    monkeypatch.setattr(jar, "JARS_DIR", package / "jars")
+    monkeypatch.setenv("ROCKSTATE_CACHE_DIR", str(tmp_path / "cache"))
+    built = jar.jar_path()
+    assert built.is_relative_to(tmp_path / "cache")
+    assert jar.jar_line(built) == spark_lines.line_of(pyspark.__version__)
+    assert f"compiling the jar for pyspark {pyspark.__version__} once" in capsys.readouterr().err
+    again = jar.jar_path()
+    assert again == built
+    assert "compiling" not in capsys.readouterr().err
+
+
+def test_rockstate_jar_for_another_line_is_refused(monkeypatch: pytest.MonkeyPatch,
                                                    tmp_path: Path):
-    (tmp_path / build.JAR_NAME).write_bytes(b"PK")
-    (tmp_path / build.BUILD_INFO).write_text(json.dumps({"pyspark_version": "4.2.0"}))
-    monkeypatch.setattr(jar, "JARS_DIR", tmp_path)
-    with pytest.raises(rockstate.RockstateSetupError, match=r"built for pyspark 4\.2\.0"):
+    import pyspark
+
+    other = spark_lines.line_of(_other_line(pyspark.__version__))
+    fake = tmp_path / "other.jar"
+    with zipfile.ZipFile(fake, "w") as z:
+        z.writestr("META-INF/MANIFEST.MF", build.manifest(other, other + ".0"))
+    monkeypatch.setenv("ROCKSTATE_JAR", str(fake))
+    with pytest.raises(rockstate.RockstateSetupError,
+                       match=rf"built for Spark {re.escape(other)} but pyspark"):
         jar.jar_path()
 
 
 def test_missing_jar_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    monkeypatch.setattr(jar, "PACKAGE_DIR", tmp_path)
     monkeypatch.setattr(jar, "JARS_DIR", tmp_path)
     with pytest.raises(rockstate.RockstateSetupError, match=r"python -m rockstate\.build"):
         jar.jar_path()
@@ -111,6 +186,64 @@ def test_rockstate_jar_override_must_exist(monkeypatch: pytest.MonkeyPatch, tmp_
     monkeypatch.setenv("ROCKSTATE_JAR", str(tmp_path / "missing.jar"))
     with pytest.raises(rockstate.RockstateSetupError, match="ROCKSTATE_JAR"):
         jar.jar_path()
-    (tmp_path / "built.jar").write_bytes(b"PK")
+    import pyspark
+
+    line = spark_lines.line_of(pyspark.__version__)
+    with zipfile.ZipFile(tmp_path / "built.jar", "w") as z:
+        z.writestr("META-INF/MANIFEST.MF", build.manifest(line, pyspark.__version__))
     monkeypatch.setenv("ROCKSTATE_JAR", str(tmp_path / "built.jar"))
     assert jar.jar_path() == (tmp_path / "built.jar").resolve()
+
+
+SPARK_INTERNALS = re.compile(r"^import org\.apache\.spark\.sql\.(execution|catalyst)\b", re.M)
+ROCKSTATE_IMPORT = re.compile(r"^import io\.rockstate\.(\w+)", re.M)
+
+
+def _jvm_sources() -> dict[str, list[Path]]:
+    """Scala sources by package folder (io/rockstate/<package>), shared and per-line."""
+    by_package: dict[str, list[Path]] = {}
+    src = REPO / "jvm-shim" / "src"
+    for root in [src / "main" / "scala", *sorted(src.glob("spark-*/scala"))]:
+        for f in root.rglob("*.scala"):
+            rel = f.relative_to(root).parts
+            package = rel[2] if rel[:2] == ("io", "rockstate") and len(rel) > 3 else "/".join(
+                rel[:-1])
+            by_package.setdefault(package, []).append(f)
+    return by_package
+
+
+def test_only_the_adapter_package_touches_sparks_internal_classes():
+    """Storage, snapshots, retention and the coordinator see only rockstate's own types: Spark's
+    internal state classes are imported by the adapter (`io.rockstate.spark`, its per-line
+    folders, and the provider's public name in `io.rockstate.state`) only."""
+    adapter = {"spark", "state", "org/apache/spark/sql/execution/streaming/state"}
+    offenders = sorted(str(f.relative_to(REPO)) for package, files in _jvm_sources().items()
+                       if package not in adapter for f in files
+                       if SPARK_INTERNALS.search(f.read_text()))
+    assert offenders == []
+    for s in spark_lines.LINES:
+        per_line = REPO / s.sources
+        assert {p.parts[-2] for p in per_line.rglob("*.scala")} <= {"line", "state"}, s.line
+
+
+def test_jvm_packages_have_no_import_cycles():
+    sources = _jvm_sources()
+    graph = {p: {m for f in files for m in ROCKSTATE_IMPORT.findall(f.read_text())} - {p}
+             for p, files in sources.items() if "/" not in p}
+    order: list[str] = []
+    state: dict[str, str] = {}
+
+    def visit(p: str, path: tuple[str, ...]) -> None:
+        if state.get(p) == "done":
+            return
+        assert state.get(p) != "open", f"import cycle: {' -> '.join((*path, p))}"
+        state[p] = "open"
+        for q in sorted(graph.get(p, ())):
+            visit(q, (*path, p))
+        state[p] = "done"
+        order.append(p)
+
+    for p in sorted(graph):
+        visit(p, ())
+    assert order.index("storage") < order.index("checkpoint") < order.index("spark") < \
+        order.index("state")

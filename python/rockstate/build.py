@@ -1,9 +1,12 @@
 """Build rockstate's JVM shim with the Scala compiler that ships inside the pyspark wheel.
 
-``python -m rockstate.build`` compiles ``jvm-shim/src/main/scala`` against the installed
-pyspark's jars and writes ``rockstate-shim.jar`` plus ``build-info.json`` (the pyspark version it
-was built for). ``pip install`` runs the same build through ``setup.py``. This module imports
-nothing beyond the standard library so that it also runs inside pip's build environment.
+``python -m rockstate.build`` compiles the shared sources (``jvm-shim/src/main/scala``) and the
+installed pyspark line's adapter (``jvm-shim/src/spark-<line>/scala``, see ``spark_lines``)
+against that pyspark's jars, and writes ``rockstate-shim.jar`` plus ``build-info.json`` (the
+pyspark version and line it was built for, also in the jar's manifest). ``pip install`` runs the
+same build through ``setup.py``, against the pyspark of the environment it installs into. This
+module imports nothing beyond the standard library so that it also runs inside pip's build
+environment.
 """
 
 from __future__ import annotations
@@ -15,14 +18,29 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+
+def _load_spark_lines():
+    # By path: inside pip's build environment the rockstate package is not importable yet.
+    here = Path(__file__).resolve().parent / "spark_lines.py"
+    spec = importlib.util.spec_from_file_location("rockstate_spark_lines", here)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("rockstate_spark_lines", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+spark_lines = _load_spark_lines()
+
 JAR_NAME = "rockstate-shim.jar"
 BUILD_INFO = "build-info.json"
-SUPPORTED_PYSPARK = "4.3."
+# The sources inside an installed package (for building on first use next to another line).
+PACKAGED_SOURCES = "jvm-src"
 
 
 class BuildError(RuntimeError):
@@ -33,6 +51,7 @@ class BuildError(RuntimeError):
 class Toolchain:
     java: str
     pyspark_version: str
+    line: str
     jars_dir: Path
     compiler_classpath: tuple[Path, ...]
 
@@ -62,21 +81,43 @@ def java_major(java: str) -> int:
     raise BuildError(f"rockstate: cannot read the Java version from `{java} -version`: {text!r}")
 
 
-def find_pyspark() -> tuple[str, Path]:
-    spec = importlib.util.find_spec("pyspark")
-    if spec is None or not spec.submodule_search_locations:
-        raise BuildError(
-            "rockstate: pyspark is not installed; install the supported version with "
-            "`pip install 'pyspark==4.3.*'` and retry."
-        )
-    root = Path(next(iter(spec.submodule_search_locations)))
+def target_pyspark() -> Path | None:
+    """pyspark in the environment being installed into, seen from pip's build environment.
+
+    pip builds in an isolated environment whose ``sys.path`` hides the target's packages, but
+    ``sys.prefix`` is still the target's, so its site-packages are found through sysconfig.
+    """
+    for key in ("purelib", "platlib"):
+        root = Path(sysconfig.get_paths()[key]) / "pyspark"
+        if (root / "version.py").is_file() and (root / "jars").is_dir():
+            return root
+    return None
+
+
+def pyspark_version(root: Path) -> str:
     version_ns: dict[str, str] = {}
     exec((root / "version.py").read_text(), version_ns)
-    version = version_ns["__version__"]
-    if not version.startswith(SUPPORTED_PYSPARK):
+    return version_ns["__version__"]
+
+
+def find_pyspark() -> tuple[str, Path]:
+    """The pyspark to build for: the importable one (the running one, or the build
+    environment's own when the target has none), else the target environment's."""
+    spec = importlib.util.find_spec("pyspark")
+    if spec is not None and spec.submodule_search_locations:
+        root = Path(next(iter(spec.submodule_search_locations)))
+    else:
+        root = target_pyspark()
+    if root is None:
         raise BuildError(
-            f"rockstate: pyspark {version} is installed but rockstate is built for pyspark "
-            f"{SUPPORTED_PYSPARK}x; run `pip install 'pyspark=={SUPPORTED_PYSPARK}*'`."
+            "rockstate: pyspark is not installed; install one of the supported lines "
+            f"({spark_lines.supported()}), e.g. `pip install 'pyspark==4.3.*'`, and retry."
+        )
+    version = pyspark_version(root)
+    if spark_lines.find(version) is None:
+        raise BuildError(
+            f"rockstate: pyspark {version} is installed; rockstate supports Spark "
+            f"{spark_lines.supported()}. Install one of them, e.g. `pip install 'pyspark==4.3.*'`."
         )
     jars = root / "jars"
     if not jars.is_dir():
@@ -102,28 +143,39 @@ def toolchain() -> Toolchain:
                 "carry it. Reinstall pyspark."
             )
         compiler.append(found[-1])
-    return Toolchain(java, version, jars, tuple(compiler))
+    line = spark_lines.find(version).line
+    return Toolchain(java, version, line, jars, tuple(compiler))
 
 
 def source_root() -> Path:
-    """jvm-shim/src/main/scala, next to the Python package in a checkout or an sdist."""
+    """The folder holding ``jvm-shim/src``: a checkout or an sdist, or the installed package
+    (which carries the sources under ``jvm-src`` for building on first use)."""
     here = Path(__file__).resolve().parent
-    for base in (here.parent.parent, here.parent, Path.cwd()):
-        candidate = base / "jvm-shim" / "src" / "main" / "scala"
-        if candidate.is_dir():
-            return candidate
+    for base in (here.parent.parent, here.parent, Path.cwd(), here / PACKAGED_SOURCES):
+        if (base / "jvm-shim" / "src" / "main" / "scala").is_dir():
+            return base
     raise BuildError(
         "rockstate: jvm-shim/src/main/scala was not found; build from a rockstate checkout."
     )
 
 
+def line_sources(root: Path, line: str) -> list[Path]:
+    """The folders compiled for a Spark line: the shared sources and the line's adapter."""
+    spec = next(s for s in spark_lines.LINES if s.line == line)
+    folders = [root / "jvm-shim" / "src" / "main" / "scala", root / spec.sources]
+    for f in folders:
+        if not f.is_dir():
+            raise BuildError(f"rockstate: {f} is missing; the sources for Spark {line} are "
+                             "incomplete. Build from a full rockstate checkout.")
+    return folders
+
+
 def build(out_dir: Path, sources: Path | None = None, quiet: bool = False) -> Path:
-    """Compiles the shim into ``out_dir/rockstate-shim.jar`` and returns the jar's path."""
+    """Compiles the shim for the installed pyspark's line into ``out_dir/rockstate-shim.jar``
+    and returns the jar's path. ``sources``: the folder holding ``jvm-shim/src``."""
     tc = toolchain()
-    src = sources or source_root()
-    files = sorted(str(p) for p in src.rglob("*.scala"))
-    if not files:
-        raise BuildError(f"rockstate: no Scala sources under {src}")
+    root = sources or source_root()
+    files = sorted(str(p) for d in line_sources(root, tc.line) for p in d.rglob("*.scala"))
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="rockstate-build-") as tmp:
         classes = Path(tmp) / "classes"
@@ -147,7 +199,7 @@ def build(out_dir: Path, sources: Path | None = None, quiet: bool = False) -> Pa
         ]
         if not quiet:
             print(f"rockstate: compiling {len(files)} Scala files against pyspark "
-                  f"{tc.pyspark_version}", file=sys.stderr)
+                  f"{tc.pyspark_version} (Spark {tc.line})", file=sys.stderr)
         result = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if result.returncode != 0:
             raise BuildError(
@@ -156,13 +208,20 @@ def build(out_dir: Path, sources: Path | None = None, quiet: bool = False) -> Pa
         jar = out_dir / JAR_NAME
         tmp_jar = out_dir / (JAR_NAME + ".tmp")
         with zipfile.ZipFile(tmp_jar, "w", zipfile.ZIP_DEFLATED) as z:
-            z.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\nCreated-By: rockstate\n")
+            z.writestr("META-INF/MANIFEST.MF", manifest(tc.line, tc.pyspark_version))
             for path in sorted(classes.rglob("*.class")):
                 z.write(path, path.relative_to(classes).as_posix())
         tmp_jar.replace(jar)
-    info = {"pyspark_version": tc.pyspark_version, "scala": "2.13", "jar": JAR_NAME}
+    info = {"pyspark_version": tc.pyspark_version, "spark_line": tc.line, "scala": "2.13",
+            "jar": JAR_NAME}
     (out_dir / BUILD_INFO).write_text(json.dumps(info, indent=2) + "\n")
     return jar
+
+
+def manifest(line: str, pyspark: str) -> str:
+    """The jar's manifest: it names the Spark line, so any copy of the jar can be checked."""
+    return ("Manifest-Version: 1.0\nCreated-By: rockstate\n"
+            f"Rockstate-Spark-Line: {line}\nRockstate-Pyspark-Version: {pyspark}\n")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,23 +1,61 @@
-"""Where the installed package keeps its jar, and the checks that it fits the running pyspark."""
+"""Where the installed package keeps its jar, and the checks that it fits the running pyspark.
+
+The jar is compiled for one Spark line. ``pip install`` compiles it for the line installed
+beside rockstate; a wheel built next to another line carries the sources too, and the jar for
+the installed line is then compiled once, on first use, into a cache folder.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import sys
+import zipfile
 from pathlib import Path
 
-from rockstate.build import BUILD_INFO, JAR_NAME
+from rockstate import spark_lines
+from rockstate.build import BUILD_INFO, JAR_NAME, PACKAGED_SOURCES, BuildError, build
 from rockstate.errors import RockstateSetupError
 
-JARS_DIR = Path(__file__).resolve().parent / "jars"
+PACKAGE_DIR = Path(__file__).resolve().parent
+JARS_DIR = PACKAGE_DIR / "jars"
+
+
+def installed_pyspark() -> str:
+    import pyspark
+
+    version = pyspark.__version__
+    if spark_lines.find(version) is None:
+        raise RockstateSetupError(
+            f"rockstate: pyspark {version} is installed; rockstate supports Spark "
+            f"{spark_lines.supported()}. Install one of them, e.g. `pip install 'pyspark==4.3.*'`."
+        )
+    return version
+
+
+def jar_line(jar: Path) -> str | None:
+    """The Spark line a rockstate jar was built for (its manifest says), or None."""
+    try:
+        with zipfile.ZipFile(jar) as z:
+            text = z.read("META-INF/MANIFEST.MF").decode("utf-8", "replace")
+    except (OSError, KeyError, zipfile.BadZipFile):
+        return None
+    for row in text.splitlines():
+        key, _, value = row.partition(":")
+        if key.strip() == "Rockstate-Spark-Line":
+            return value.strip()
+    return None
 
 
 def jar_path() -> Path:
-    """The shim jar of this installation, checked against the installed pyspark.
+    """The shim jar for the installed pyspark's line.
 
     ``ROCKSTATE_JAR`` points at another build of the same shim instead (for example the one
     ``dev/sbt shim/package`` writes to ``jvm-shim/target/rockstate-shim.jar``).
     """
+    version = installed_pyspark()
+    line = spark_lines.line_of(version)
     override = os.environ.get("ROCKSTATE_JAR")
     if override:
         if not Path(override).is_file():
@@ -25,21 +63,63 @@ def jar_path() -> Path:
                 f"rockstate: ROCKSTATE_JAR={override} is not a file; build it "
                 "(`dev/sbt shim/package`) or unset ROCKSTATE_JAR."
             )
+        built_for = jar_line(Path(override))
+        if built_for != line:
+            raise RockstateSetupError(
+                f"rockstate: ROCKSTATE_JAR={override} was built for Spark {built_for or '?'} "
+                f"but pyspark {version} is installed; rebuild it against this pyspark "
+                "(`dev/sbt shim/package`) or unset ROCKSTATE_JAR."
+            )
         return Path(override).resolve()
     jar = JARS_DIR / JAR_NAME
     info_file = JARS_DIR / BUILD_INFO
-    if not jar.is_file() or not info_file.is_file():
-        raise RockstateSetupError(
-            f"rockstate: the JVM shim jar is missing ({jar}); build it with "
-            "`python -m rockstate.build` (needs Java 17+) or reinstall rockstate."
-        )
-    built_for = json.loads(info_file.read_text())["pyspark_version"]
-    import pyspark
+    if jar.is_file() and info_file.is_file():
+        info = json.loads(info_file.read_text())
+        if spark_lines.line_of(info["pyspark_version"]) == line:
+            return jar
+        return _built_on_first_use(version, built_for=info["pyspark_version"])
+    if (PACKAGE_DIR / PACKAGED_SOURCES).is_dir():
+        return _built_on_first_use(version, built_for=None)
+    raise RockstateSetupError(
+        f"rockstate: the JVM shim jar is missing ({jar}); build it with "
+        "`python -m rockstate.build` (needs Java 17+) or reinstall rockstate."
+    )
 
-    if pyspark.__version__ != built_for:
+
+def cache_dir() -> Path:
+    base = os.environ.get("ROCKSTATE_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "rockstate")
+    return Path(base)
+
+
+def _sources_digest(root: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*.scala")):
+        h.update(p.relative_to(root).as_posix().encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _built_on_first_use(version: str, built_for: str | None) -> Path:
+    """The jar for pyspark `version`, compiled from the packaged sources once and cached."""
+    sources = PACKAGE_DIR / PACKAGED_SOURCES
+    if not sources.is_dir():
         raise RockstateSetupError(
-            f"rockstate: the jar was built for pyspark {built_for} but pyspark "
-            f"{pyspark.__version__} is installed; run `python -m rockstate.build` or "
-            f"`pip install 'pyspark=={built_for}'`."
+            f"rockstate: the jar was built for pyspark {built_for} but pyspark {version} is "
+            "installed; reinstall rockstate next to this pyspark (`pip install --force-reinstall "
+            f"--no-deps rockstate`) or `pip install 'pyspark=={built_for}'`."
         )
-    return jar
+    out = cache_dir() / f"jar-{_sources_digest(sources)}" / f"pyspark-{version}"
+    jar = out / JAR_NAME
+    if jar.is_file() and jar_line(jar) == spark_lines.line_of(version):
+        return jar
+    was = f"the installed one is for pyspark {built_for}" if built_for else "none is installed"
+    print(f"rockstate: compiling the jar for pyspark {version} once ({was}); "
+          f"it is kept in {out}", file=sys.stderr)
+    try:
+        return build(out, sources=sources, quiet=True)
+    except BuildError as e:
+        raise RockstateSetupError(
+            f"{e}\nrockstate: or reinstall rockstate next to pyspark {version} "
+            "(`pip install --force-reinstall --no-deps rockstate`)."
+        ) from None

@@ -155,7 +155,7 @@ def verify(spec: dict) -> None:
             loc = rockstate.CheckpointLocation(mine)
             per_store = [set(loc.versions(s)) for s in loc.stores()]
             versions = sorted(set.intersection(*per_store)) if per_store else []
-            audits = json.loads(jvm.io.rockstate.state.StoreAudit.auditCheckpointJson(mine, 100))
+            audits = json.loads(jvm.io.rockstate.storage.StoreAudit.auditCheckpointJson(mine, 100))
             entry["missing"] = sorted({m for a in audits for m in a["missing"]})
             entry["errors"] += [e for a in audits for e in a["errors"]]
             entry["longest_chain"] = max(

@@ -1,6 +1,6 @@
 package io.rockstate.checkpoint
 
-import io.rockstate.state.VersionManifest
+import io.rockstate.storage.VersionManifest
 
 /**
  * `<checkpointLocation>/rockstate/checkpoints/aborted/<version>.json`: why a checkpoint never

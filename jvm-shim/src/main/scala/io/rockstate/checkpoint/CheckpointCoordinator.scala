@@ -7,7 +7,7 @@ import org.apache.hadoop.conf.Configuration
 
 import org.apache.spark.internal.Logging
 
-import io.rockstate.state.VersionManifest
+import io.rockstate.storage.VersionManifest
 
 /** A query's checkpoint settings (docs/configuration.md), carried by its acknowledgements. */
 final case class CoordinatorSettings(retained: Int, timeoutMs: Long, tolerableFailures: Int)

@@ -6,7 +6,7 @@ import scala.util.control.NonFatal
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
-import io.rockstate.state.{CorruptCheckpointException, LocationWriter, StoreCheckpointDir, VersionEntry, VersionManifest}
+import io.rockstate.storage.{CorruptCheckpointException, LocationWriter, StoreCheckpointDir, VersionEntry, VersionManifest}
 
 /** One partition's acknowledgement as a completed checkpoint records it. */
 final case class AcknowledgedStore(

@@ -2,7 +2,7 @@ package io.rockstate.checkpoint
 
 import scala.util.control.NonFatal
 
-import io.rockstate.state.{SnapshotManifest, VersionFile, VersionManifest}
+import io.rockstate.storage.{SnapshotManifest, VersionFile, VersionManifest}
 
 /**
  * What the checkpoint location says of a fully acknowledged checkpoint, read before its

@@ -8,13 +8,13 @@ import scala.util.control.NonFatal
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
-import org.apache.spark.TaskContext
 import org.apache.spark.api.plugin.PluginContext
 import org.apache.spark.internal.Logging
-import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
-import org.apache.spark.sql.execution.streaming.state.StateStoreId
 
-import io.rockstate.state.{RockstateConf, SnapshotListener, SnapshotManifest, VersionFile}
+import io.rockstate.storage.{RockstateConf, SnapshotListener, SnapshotManifest, VersionFile}
+
+/** The streaming query run a task belongs to (Spark's query id and run id). */
+final case class QueryRun(queryId: String, runId: String)
 
 /**
  * The executor's end of checkpoint reporting: acknowledgements and declines go to the driver
@@ -28,22 +28,18 @@ object CheckpointReporter extends Logging {
   def detach(): Unit = context = null
 
   /**
-   * The listener for the snapshot a commit of `storeId` may start, bound to the running task's
-   * query run; a no-op outside a streaming task or without the plugin.
+   * The listener for the snapshot a commit of `store` (under the query's checkpoint location
+   * `root`) may start, bound to the task's query run; a no-op outside a streaming task
+   * (`run` is None) or without the plugin.
    */
-  def listenerFor(storeId: StateStoreId, storeDir: Path, conf: RockstateConf): SnapshotListener = {
+  def listenerFor(store: StoreKey, root: Path, storeDir: Path, conf: RockstateConf,
+      run: Option[QueryRun]): SnapshotListener = {
     val ctx = context
-    val task = TaskContext.get()
-    if (ctx == null || task == null) return SnapshotListener.Silent
-    val queryId = task.getLocalProperty(StreamExecution.QUERY_ID_KEY)
-    val runId = Option(task.getLocalProperty(StreamExecution.RUN_ID_KEY))
-      .getOrElse(task.getLocalProperty(AckSource.JobGroupProperty))
-    if (queryId == null || runId == null) return SnapshotListener.Silent
-    val root = new Path(storeId.checkpointRootLocation).getParent
+    if (ctx == null || run.isEmpty) return SnapshotListener.Silent
+    val QueryRun(queryId, runId) = run.get
     val relativeDir = root.toUri.relativize(storeDir.toUri).getPath.stripSuffix("/")
     val settings = CoordinatorSettings(conf.checkpointsRetained, conf.checkpointTimeoutMs,
       conf.tolerableCheckpointFailures)
-    val store = StoreKey(storeId.operatorId, storeId.storeName, storeId.partitionId)
     def source(version: Long) = AckSource(queryId, runId, root.toString, conf.snapshotInterval,
       settings, store, version, ctx.executorID())
 

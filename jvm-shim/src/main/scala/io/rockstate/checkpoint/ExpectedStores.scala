@@ -53,7 +53,7 @@ object ExpectedStores {
         }
         // A version line ("v1", "v2"), then the JSON document.
         val json = text.dropWhile(_ != '\n').trim
-        val tree = io.rockstate.state.VersionManifest.mapper.readTree(json)
+        val tree = io.rockstate.storage.VersionManifest.mapper.readTree(json)
         val stores = tree.path("stateStoreInfo").elements().asScala.map { s =>
           (s.path("storeName").asText(""), s.path("numPartitions").asInt(0))
         }.toSeq

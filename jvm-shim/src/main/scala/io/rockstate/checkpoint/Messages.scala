@@ -71,7 +71,7 @@ final case class RootOutcome(
 final case class Outcomes(roots: Seq[RootOutcome])
 
 object Outcomes {
-  private val mapper = io.rockstate.state.VersionManifest.mapper
+  private val mapper = io.rockstate.storage.VersionManifest.mapper
   def toJson(o: Outcomes): String = mapper.writeValueAsString(o)
   def fromJson(json: String): Outcomes = mapper.readValue(json, classOf[Outcomes])
 }

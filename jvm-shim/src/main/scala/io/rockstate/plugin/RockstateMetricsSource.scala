@@ -3,7 +3,7 @@ package io.rockstate.plugin
 import com.codahale.metrics.{Gauge, MetricRegistry}
 
 import io.rockstate.checkpoint.CoordinatorStats
-import io.rockstate.state.{ExecutorMemory, LocalStoreFiles, SnapshotUploader}
+import io.rockstate.storage.{ExecutorMemory, LocalStoreFiles, SnapshotUploader}
 
 /**
  * rockstate's figures in Spark's metrics system: the plugin's registry is reported by every

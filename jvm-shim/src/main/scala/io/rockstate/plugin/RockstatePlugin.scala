@@ -15,7 +15,7 @@ import org.apache.spark.scheduler.{SparkListener, SparkListenerEvent, SparkListe
 import org.apache.spark.sql.streaming.StreamingQueryListener.QueryStartedEvent
 
 import io.rockstate.checkpoint._
-import io.rockstate.state.{ExecutorMemory, RockstateConf}
+import io.rockstate.storage.{ExecutorMemory, RockstateConf}
 
 /** Sent by each executor once its shared RocksDB memory is set up. */
 final case class ExecutorReady(executorId: String, host: String, blockCacheBytes: Long,
@@ -117,7 +117,7 @@ object RockstateDriverPlugin {
   private[plugin] def record(ready: ExecutorReady): Unit = executors.put(ready.executorId, ready)
 
   private def json(value: AnyRef): String =
-    io.rockstate.state.VersionManifest.mapper.writeValueAsString(value)
+    io.rockstate.storage.VersionManifest.mapper.writeValueAsString(value)
 
   /** The coordinator's view of a query run as JSON, "null" if it has heard nothing of it. */
   def checkpointsJson(runId: String): String = coordinator.flatMap(_.view(runId))

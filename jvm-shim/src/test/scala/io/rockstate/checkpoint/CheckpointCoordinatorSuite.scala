@@ -11,7 +11,7 @@ import org.apache.hadoop.conf.Configuration
 import org.scalatest.BeforeAndAfterEach
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.rockstate.state.VersionManifest
+import io.rockstate.storage.VersionManifest
 
 /** The coordinator driven directly: every acknowledgement class, timeouts, failures, retention. */
 class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach {
@@ -65,7 +65,7 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach {
   private def ack(k: StoreKey, version: Long, run: String = "run-1", rows: Long = 10,
       writeManifest: Boolean = true, attempt: String = "a", landed: Boolean = true,
       committed: Boolean = true, versionFile: Boolean = false): SnapshotAck = {
-    import io.rockstate.state._
+    import io.rockstate.storage._
     val manifest = s"snapshots/$version-${k.partitionId}-$attempt.json"
     // Format 3: the attempt's version file is its state id; format 2: its changelog.
     val changelog = if (versionFile) s"versions/$version-$attempt.rsv"

@@ -1,0 +1,64 @@
+package io.rockstate.spark
+
+import org.apache.spark.sql.execution.streaming.state.{StateStoreCustomMetric, StateStoreCustomSizeMetric, StateStoreCustomSumMetric, StateStoreCustomTimingMetric}
+
+import io.rockstate.storage.{CommitFigures, LoadStats}
+
+/**
+ * Custom state store metrics, summed over partitions by Spark and shown in
+ * `query.lastProgress.stateOperators[i].customMetrics` under these names. Each batch reports
+ * its own commit and the snapshot uploads that finished since the store's previous commit, so
+ * sums over batches count every snapshot once.
+ */
+object RockstateMetrics {
+  val CommitBytes = StateStoreCustomSizeMetric(
+    "rockstateCommitBytes", "rockstate: bytes the commit wrote on the task's path " +
+      "(changelog and version manifest)")
+  val ChangelogRecords = StateStoreCustomSumMetric(
+    "rockstateChangelogRecords", "rockstate: changes the commit logged")
+  val SnapshotSyncMs = StateStoreCustomTimingMetric(
+    "rockstateSnapshotSyncMs", "rockstate: time on the task to flush and checkpoint locally")
+  val SnapshotAsyncMs = StateStoreCustomTimingMetric(
+    "rockstateSnapshotAsyncMs", "rockstate: background time to upload snapshots")
+  val SnapshotsCompleted = StateStoreCustomSumMetric(
+    "rockstateSnapshotsCompleted", "rockstate: snapshot uploads finished")
+  val SnapshotsFailed = StateStoreCustomSumMetric(
+    "rockstateSnapshotsFailed", "rockstate: snapshot uploads that failed")
+  val BytesUploaded = StateStoreCustomSizeMetric(
+    "rockstateBytesUploaded", "rockstate: bytes of new files snapshots uploaded")
+  val BytesReused = StateStoreCustomSizeMetric(
+    "rockstateBytesReused", "rockstate: bytes of earlier snapshots' files referenced again")
+  val FilesUploaded = StateStoreCustomSumMetric(
+    "rockstateFilesUploaded", "rockstate: new files snapshots uploaded")
+  val FilesReused = StateStoreCustomSumMetric(
+    "rockstateFilesReused", "rockstate: earlier snapshots' files referenced again")
+  val LoadMs = StateStoreCustomTimingMetric(
+    "rockstateLoadMs", "rockstate: time to load the version the batch started from")
+  val BytesDownloaded = StateStoreCustomSizeMetric(
+    "rockstateBytesDownloaded", "rockstate: bytes downloaded to load the version")
+  val ChangelogsReplayed = StateStoreCustomSumMetric(
+    "rockstateChangelogsReplayed", "rockstate: changelogs replayed to load the version")
+  val StateBytes = StateStoreCustomSizeMetric(
+    "rockstateStateBytes", "rockstate: size of the version's SST files")
+
+  val all: Seq[StateStoreCustomMetric] = Seq(CommitBytes, ChangelogRecords, SnapshotSyncMs,
+    SnapshotAsyncMs, SnapshotsCompleted, SnapshotsFailed, BytesUploaded, BytesReused,
+    FilesUploaded, FilesReused, LoadMs, BytesDownloaded, ChangelogsReplayed, StateBytes)
+
+  def values(c: CommitFigures, l: LoadStats, stateBytes: Long): Map[StateStoreCustomMetric, Long] =
+    Map(
+      CommitBytes -> c.commitBytes,
+      ChangelogRecords -> c.changelogRecords,
+      SnapshotSyncMs -> c.snapshotSyncMs,
+      SnapshotAsyncMs -> c.completed.asyncMs,
+      SnapshotsCompleted -> c.snapshotsCompleted.toLong,
+      SnapshotsFailed -> c.snapshotsFailed.toLong,
+      BytesUploaded -> c.completed.bytesUploaded,
+      BytesReused -> c.completed.bytesReused,
+      FilesUploaded -> c.completed.filesUploaded.toLong,
+      FilesReused -> c.completed.filesReused.toLong,
+      LoadMs -> l.loadMs,
+      BytesDownloaded -> l.bytesDownloaded,
+      ChangelogsReplayed -> l.changelogsReplayed.toLong,
+      StateBytes -> stateBytes)
+}

@@ -1,0 +1,257 @@
+package io.rockstate.spark
+
+import scala.util.control.NonFatal
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+
+import org.apache.spark.TaskContext
+import org.apache.spark.internal.Logging
+import org.apache.spark.sql.execution.streaming.state._
+import org.apache.spark.sql.types.StructType
+
+import io.rockstate.checkpoint.{CheckpointPins, StoreKey}
+import io.rockstate.storage._
+
+/** Everything a provider's init() receives; set once, read by every store and maintenance run. */
+private[spark] final case class ProviderSetup(
+    id: StateStoreId,
+    keySchema: StructType,
+    valueSchema: StructType,
+    defaultFamily: ColumnFamilySpec,
+    useColumnFamilies: Boolean,
+    storeConf: StateStoreConf,
+    hadoopConf: Configuration,
+    conf: RockstateConf,
+    checkpointDir: StoreCheckpointDir,
+    cleaner: RetentionCleaner)
+
+/**
+ * rockstate's StateStoreProvider: one per (operator, partition, store name) on an executor.
+ * Switched on with
+ * `spark.sql.streaming.stateStore.providerClass=io.rockstate.state.RockstateStateStoreProvider`,
+ * the line's subclass (in each `jvm-shim/src/spark-<line>` folder): it binds the members whose
+ * signatures differ between Spark lines (getStore, upgradeReadStoreToWriteStore, the maintenance
+ * split) to the ones here.
+ */
+abstract class SparkStateStoreProvider extends StateStoreProvider with Logging {
+
+  @volatile private var setup: ProviderSetup = _
+  private var versioned: VersionedRocksDB = _
+  // Families an operator declared on this executor, kept across loads: codecs are rebuilt
+  // from them with the ids of whichever version is loaded.
+  private val declared = new java.util.concurrent.ConcurrentHashMap[String, ColumnFamilySpec]()
+  private val lock = new Object
+  // Who holds the RocksDB instance (Spark's RocksDB provider does the same): a task attempt
+  // from its first getStore until it commits, aborts or completes. Under `lock`.
+  private var holder: Option[Long] = None
+  @volatile private var leaseId = 0L
+
+  override def init(
+      stateStoreId: StateStoreId,
+      keySchema: StructType,
+      valueSchema: StructType,
+      keyStateEncoderSpec: KeyStateEncoderSpec,
+      useColumnFamilies: Boolean,
+      storeConfs: StateStoreConf,
+      hadoopConf: Configuration,
+      useMultipleValuesPerKey: Boolean,
+      stateSchemaProvider: Option[StateSchemaProvider]): Unit = {
+    val encoding = storeConfs.stateStoreEncodingFormat
+    if (!encoding.equalsIgnoreCase("unsaferow")) {
+      throw new UnsupportedOperationException(
+        s"rockstate stores state in Spark's UnsafeRow format; the query asks for '$encoding' " +
+          "(spark.sql.streaming.stateStore.encodingFormat). Set it to 'unsaferow'.")
+    }
+    val conf = RockstateConf.from(storeConfs.sqlConfs ++ storeConfs.extraOptions,
+      storeConfs.minVersionsToRetain)
+    val dir = new StoreCheckpointDir(stateStoreId.storeCheckpointLocation(), hadoopConf)
+    val family = ColumnFamilySpec(keySchema, valueSchema, keyStateEncoderSpec,
+      useMultipleValuesPerKey)
+    setup = ProviderSetup(stateStoreId, keySchema, valueSchema, family, useColumnFamilies, storeConfs,
+      hadoopConf, conf, dir, new RetentionCleaner(dir, conf))
+    declared.put(StateStore.DEFAULT_COL_FAMILY_NAME, family)
+    // Found again by path, so a restarted query on this executor recovers locally.
+    val local = LocalStoreFiles.forStore(dir.root.toUri.toString,
+      s"op${stateStoreId.operatorId}-p${stateStoreId.partitionId}-${stateStoreId.storeName}",
+      conf.localDir, conf.localCacheMaxMB)
+    versioned = new VersionedRocksDB(stateStoreId.operatorId, stateStoreId.partitionId,
+      stateStoreId.storeName, dir, local, conf, useColumnFamilies)
+  }
+
+  override def stateStoreId: StateStoreId = setup.id
+
+  /** The line's store class, over this provider's loaded instance. */
+  protected def newStore(version: Long, uniqueId: Option[String], readOnly: Boolean, lease: Long,
+      forceSnapshotOnCommit: Boolean): SparkStateStore
+
+  /** getStore, in every line's signature: `loadEmpty` starts `version` with no state. */
+  protected def openWrite(
+      version: Long,
+      uniqueId: Option[String],
+      forceSnapshotOnCommit: Boolean,
+      loadEmpty: Boolean): StateStore = lock.synchronized {
+    require(version >= 0, s"rockstate: version cannot be negative, got $version")
+    val lease = acquire()
+    try if (loadEmpty) versioned.loadEmpty(version) else versioned.load(version, uniqueId) catch {
+      case e: Throwable => releaseLease(lease); throw e
+    }
+    newStore(version, uniqueId, readOnly = false, lease, forceSnapshotOnCommit)
+  }
+
+  // Spark's default would load the version twice per partition (read, then write store).
+  override def getReadStore(version: Long, uniqueId: Option[String]): ReadStateStore =
+    lock.synchronized {
+      val lease = acquire()
+      try versioned.load(version, uniqueId) catch {
+        case e: Throwable => releaseLease(lease); throw e
+      }
+      newStore(version, uniqueId, readOnly = true, lease, forceSnapshotOnCommit = false)
+    }
+
+  /** upgradeReadStoreToWriteStore (Spark 4.1+), in every line's signature. */
+  protected def upgradeToWrite(
+      readStore: ReadStateStore,
+      version: Long,
+      uniqueId: Option[String],
+      forceSnapshotOnCommit: Boolean): StateStore = lock.synchronized {
+    require(readStore.version == version,
+      s"rockstate: cannot upgrade a read store of version ${readStore.version} to $version")
+    val lease = acquire()
+    try versioned.load(version, uniqueId) // a no-op when the read store's version is loaded
+    catch {
+      case e: Throwable => releaseLease(lease); throw e
+    }
+    newStore(version, uniqueId, readOnly = false, lease, forceSnapshotOnCommit)
+  }
+
+  /**
+   * Takes the instance for the calling task attempt (re-entrant), waiting up to
+   * `lockAcquireTimeoutMs` for another attempt of this partition to finish with it; returns
+   * the lease id its stores carry. Released on commit or abort, and when the task completes.
+   */
+  private def acquire(): Long = {
+    val me = currentOwner
+    val deadline = System.currentTimeMillis() + setup.conf.lockAcquireTimeoutMs
+    while (holder.exists(_ != me)) {
+      val left = deadline - System.currentTimeMillis()
+      if (left <= 0) {
+        throw new IllegalStateException(s"rockstate: ${setup.id} is in use by task attempt " +
+          s"${holder.get} on this executor; task attempt $me waited " +
+          s"${setup.conf.lockAcquireTimeoutMs} ms for it (lockAcquireTimeoutMs). Two " +
+          "attempts of one partition never share a store: this attempt fails and Spark " +
+          "retries it.")
+      }
+      lock.wait(left)
+    }
+    if (holder.isEmpty) {
+      holder = Some(me)
+      leaseId += 1
+      val lease = leaseId
+      Option(TaskContext.get()).foreach(_.addTaskCompletionListener[Unit](_ => releaseLease(lease)))
+    }
+    leaseId
+  }
+
+  /** Ends lease `lease` if it is still the current one. */
+  private[spark] def releaseLease(lease: Long): Unit = lock.synchronized {
+    if (holder.isDefined && leaseId == lease) {
+      holder = None
+      lock.notifyAll()
+    }
+  }
+
+  private[spark] def holdsLease(lease: Long): Boolean = lock.synchronized {
+    holder.isDefined && leaseId == lease
+  }
+
+  /** Fails a store whose lease ended (its task finished, another attempt took the store). */
+  private[spark] def checkLease(lease: Long, store: StateStoreId): Unit = {
+    if (leaseId != lease || holder.isEmpty) {
+      throw new IllegalStateException(s"rockstate: this store of $store is no longer valid: " +
+        "its task attempt released it (committed, aborted or completed) and the instance may " +
+        "serve another attempt now.")
+    }
+  }
+
+  private def currentOwner: Long =
+    Option(TaskContext.get()).map(_.taskAttemptId()).getOrElse(-1L - Thread.currentThread().getId)
+
+  // Snapshots are taken by commits and uploaded by rockstate's own background threads as soon
+  // as they are taken, not at Spark's maintenance interval: maintenance only cleans up.
+  override def doMaintenance(): Unit = cleanup()
+
+  /** Deletes what no retained version or checkpoint needs any more. */
+  protected def cleanup(): Unit = {
+    val s = setup
+    if (s != null) {
+      try {
+        val now = System.currentTimeMillis()
+        // Versions the query's checkpoints need: retained completed ones, pending ones.
+        val root = queryRoot.toString
+        val pinned = CheckpointPins.pinned(root, s.hadoopConf, now, 2 * s.conf.checkpointTimeoutMs)
+        val (stats, keep) = s.cleaner.synchronized(s.cleaner.clean(pinned))
+        if (stats.versionsExpired + stats.filesDeleted + stats.orphansDeleted > 0) {
+          logInfo(s"rockstate cleanup of ${s.id}: $stats")
+        }
+        lock.synchronized(versioned.pruneCache(keep))
+      } catch {
+        case NonFatal(e) =>
+          logWarning(s"rockstate: cleanup of ${s.id} failed; it is retried at the next " +
+            "maintenance and no retained version was touched", e)
+      }
+    }
+  }
+
+  override def close(): Unit = lock.synchronized {
+    if (versioned != null) versioned.close()
+  }
+
+  override def supportedCustomMetrics: Seq[StateStoreCustomMetric] = RockstateMetrics.all
+
+  // ---- used by RockstateStateStore ----
+
+  private[spark] def db: VersionedRocksDB = versioned
+  private[spark] def storeLock: Object = lock
+  private[spark] def conf: RockstateConf = setup.conf
+  private[spark] def useColumnFamilies: Boolean = setup.useColumnFamilies
+  private[spark] def hadoopConf: Configuration = setup.hadoopConf
+  private[spark] def storeDir: Path = setup.checkpointDir.root
+  private[spark] def storeKey: StoreKey =
+    StoreKey(setup.id.operatorId, setup.id.storeName, setup.id.partitionId)
+  /** The query's checkpoint location (the parent of its `state/` folder). */
+  private[spark] def queryRoot: Path = new Path(setup.id.checkpointRootLocation).getParent
+
+  private[spark] def declare(name: String, spec: ColumnFamilySpec): Unit = declared.put(name, spec)
+  private[spark] def forget(name: String): Unit = declared.remove(name)
+
+  /** The codec of a family in the loaded version, or a clear error naming the family. */
+  private[spark] def codec(name: String, op: String): ColumnFamilyCodec = {
+    if (!setup.useColumnFamilies && name != StateStore.DEFAULT_COL_FAMILY_NAME) {
+      throw new UnsupportedOperationException(
+        s"rockstate: $op on column family '$name' needs a store opened with column families; " +
+          s"this store of ${setup.id} has only the default family.")
+    }
+    val id = versioned.columnFamilyIds.getOrElse(name,
+      throw new IllegalArgumentException(
+        s"rockstate: column family '$name' does not exist in ${setup.id} at version " +
+          s"${versioned.loadedVersion}; create it with createColFamilyIfAbsent first."))
+    val spec = Option(declared.get(name)).getOrElse(
+      throw new IllegalArgumentException(
+        s"rockstate: column family '$name' of ${setup.id} has no schema registered on this " +
+          "executor; register it (createColFamilyIfAbsent or registerColFamily) before use."))
+    // Hot path: the declared spec is almost always the very object cached (eq is cheap).
+    val cached = codecCache.get((name, id))
+    if (cached != null && ((cached.spec eq spec) || cached.spec == spec)) cached
+    else {
+      val c = new ColumnFamilyCodec(name, id, setup.useColumnFamilies, spec)
+      codecCache.put((name, id), c)
+      c
+    }
+  }
+
+  private val codecCache =
+    new java.util.concurrent.ConcurrentHashMap[(String, Int), ColumnFamilyCodec]()
+
+  override def toString: String = s"RockstateStateStoreProvider[${Option(setup).map(_.id)}]"
+}

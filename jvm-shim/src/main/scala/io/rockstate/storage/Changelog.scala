@@ -1,0 +1,137 @@
+package io.rockstate.storage
+
+import java.io.{BufferedInputStream, BufferedOutputStream, DataInputStream, DataOutputStream, EOFException, File, FileInputStream, FileOutputStream, InputStream}
+
+import scala.util.Using
+
+import com.github.luben.zstd.{ZstdInputStream, ZstdOutputStream}
+
+/**
+ * A batch's changes to one store, in the order they were made (docs/checkpoint-format.md,
+ * "Changelog files"): a 6-byte header (`RSCL`, format byte 1, codec byte), then, through the
+ * codec (0: none, 1: a zstd frame), records `op:u8 keyLen:i32 key [valueLen:i32 value]` and
+ * the end record `0:u8 count:i64`. The end record makes a truncated file detectable even
+ * before its CRC32 is checked. Format 2 uploads it as its own file; format 3 embeds it in the
+ * version file (`VersionFile`).
+ */
+object Changelog {
+  val Magic: Array[Byte] = "RSCL".getBytes("US-ASCII")
+  val Format: Byte = 1
+  val Codecs: Map[String, Byte] = Map("none" -> 0, "zstd" -> 1)
+  // A key or value larger than this is damage, not data (Spark's rows are far smaller).
+  private val MaxRecordBytes = 1 << 30
+
+  val End: Byte = 0
+  val Put: Byte = 1
+  val Merge: Byte = 2
+  val Delete: Byte = 3
+  val DeleteRange: Byte = 4 // key = begin (inclusive), value = end (exclusive)
+
+  /** Applies one record to a database. */
+  trait Target {
+    def put(key: Array[Byte], value: Array[Byte]): Unit
+    def merge(key: Array[Byte], value: Array[Byte]): Unit
+    def delete(key: Array[Byte]): Unit
+    def deleteRange(begin: Array[Byte], end: Array[Byte]): Unit
+  }
+
+  /** Appends records to a local file; `finish()` writes the end record and closes it. */
+  final class Writer(val file: File, codec: String) extends AutoCloseable {
+    private val out = {
+      val raw = new FileOutputStream(file)
+      raw.write(Magic)
+      raw.write(Array(Format, Codecs(codec)))
+      val body = if (codec == "zstd") new ZstdOutputStream(raw, 1) else raw
+      new DataOutputStream(new BufferedOutputStream(body, 1 << 16))
+    }
+    private var count = 0L
+    private var open = true
+
+    def records: Long = count
+
+    def put(key: Array[Byte], value: Array[Byte]): Unit = write(Put, key, value)
+    def merge(key: Array[Byte], value: Array[Byte]): Unit = write(Merge, key, value)
+    def delete(key: Array[Byte]): Unit = write(Delete, key, null)
+    def deleteRange(begin: Array[Byte], end: Array[Byte]): Unit = write(DeleteRange, begin, end)
+
+    private def write(op: Byte, key: Array[Byte], value: Array[Byte]): Unit = {
+      out.writeByte(op)
+      out.writeInt(key.length)
+      out.write(key)
+      if (value != null) {
+        out.writeInt(value.length)
+        out.write(value)
+      }
+      count += 1
+    }
+
+    def finish(): Unit = if (open) {
+      out.writeByte(End)
+      out.writeLong(count)
+      close()
+    }
+
+    override def close(): Unit = if (open) {
+      open = false
+      out.close()
+    }
+  }
+
+  /**
+   * Replays a changelog file into `target`, returning the number of records. A file that is
+   * not a changelog, is cut short or counts differently fails with the file named.
+   */
+  def replay(file: File, where: String, target: Target): Long =
+    replay(new FileInputStream(file), where, target)
+
+  /** Replays a changelog from a stream (closed at the end): a file's, or a version file's. */
+  def replay(stream: InputStream, where: String, target: Target): Long = {
+    def corrupt(why: String) = new CorruptCheckpointException(
+      s"rockstate: changelog $where is damaged ($why). Restore the file or restart the query " +
+        "from an earlier version (`rockstate verify` lists every damaged version).")
+    Using.resource(stream) { raw =>
+      val header = new Array[Byte](Magic.length + 2)
+      if (raw.readNBytes(header, 0, header.length) < header.length ||
+        !java.util.Arrays.equals(header.take(Magic.length), Magic)) {
+        throw corrupt("not a rockstate changelog")
+      }
+      if (header(4) != Format) throw corrupt(s"unknown changelog format ${header(4)}")
+      val body = header(5) match {
+        case 0 => raw
+        case 1 => new ZstdInputStream(raw)
+        case other => throw corrupt(s"unknown changelog codec $other")
+      }
+      val in = new DataInputStream(new BufferedInputStream(body, 1 << 16))
+      try {
+        def bytes(): Array[Byte] = {
+          val n = in.readInt()
+          if (n < 0 || n > MaxRecordBytes) throw corrupt(s"record length $n out of range")
+          val b = new Array[Byte](n)
+          in.readFully(b)
+          b
+        }
+        var count = 0L
+        var op = in.readByte()
+        while (op != End) {
+          op match {
+            case Put => target.put(bytes(), bytes())
+            case Merge => target.merge(bytes(), bytes())
+            case Delete => target.delete(bytes())
+            case DeleteRange => target.deleteRange(bytes(), bytes())
+            case other => throw corrupt(s"unknown record type $other")
+          }
+          count += 1
+          op = in.readByte()
+        }
+        val expected = in.readLong()
+        if (expected != count) throw corrupt(s"$count records found, the end record says $expected")
+        if (in.read() != -1) throw corrupt("data after the end record")
+        count
+      } catch {
+        case _: EOFException => throw corrupt("it ends before its end record")
+        case e: java.io.IOException if !e.isInstanceOf[CorruptCheckpointException] =>
+          throw corrupt(e.getMessage)
+      } finally in.close()
+    }
+  }
+}

@@ -1,0 +1,35 @@
+package io.rockstate.storage
+
+import org.rocksdb.{Cache, LRUCache, RocksDB, WriteBufferManager}
+
+/**
+ * The RocksDB memory every rockstate store in one executor JVM shares: one block cache and one
+ * write buffer manager, so the executor's native memory stays bounded however many partitions
+ * it holds. Created by the first store (or the executor plugin) with that conf; later settings
+ * in the same JVM are ignored, as they would be for any per-executor resource.
+ */
+object ExecutorMemory {
+  final case class Shared(cache: Cache, writeBufferManager: WriteBufferManager,
+      blockCacheBytes: Long, writeBufferManagerBytes: Long)
+
+  @volatile private var shared: Option[Shared] = None
+
+  def get(conf: RockstateConf): Shared = synchronized {
+    shared.getOrElse {
+      RocksDB.loadLibrary()
+      val cacheBytes = conf.blockCacheSizeMB * 1024 * 1024
+      val wbmBytes = conf.writeBufferManagerMB * 1024 * 1024
+      val cache = new LRUCache(cacheBytes)
+      // Memtables are charged to the block cache, so the two share one bound.
+      val wbm = new WriteBufferManager(wbmBytes, cache)
+      val s = Shared(cache, wbm, cacheBytes, wbmBytes)
+      shared = Some(s)
+      s
+    }
+  }
+
+  def current: Option[Shared] = shared
+
+  /** Bytes in the shared cache now (block cache plus charged memtables). */
+  def usedBytes: Long = shared.map(_.cache.getUsage).getOrElse(0L)
+}

@@ -1,0 +1,154 @@
+package io.rockstate.storage
+
+import java.io.File
+import java.util.concurrent.ConcurrentHashMap
+
+import scala.jdk.CollectionConverters._
+
+import org.rocksdb._
+
+/**
+ * One RocksDB instance in a local directory, opened with the executor's shared memory.
+ * Writes go straight to the DB with the WAL off: a version becomes durable only through the
+ * checkpoint upload, and an aborted batch is undone by reopening the last committed version.
+ */
+final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseable {
+  import LocalRocksDB._
+
+  private val memory = ExecutorMemory.get(conf)
+
+  private val tableConfig = {
+    val t = new BlockBasedTableConfig()
+      .setBlockCache(memory.cache)
+      .setCacheIndexAndFilterBlocks(true)
+      .setPinL0FilterAndIndexBlocksInCache(true)
+      .setFormatVersion(5)
+    if (conf.bloomFilterBitsPerKey > 0) t.setFilterPolicy(new BloomFilter(conf.bloomFilterBitsPerKey))
+    t
+  }
+
+  private val mergeOperator = new StringAppendOperator(Delimiter)
+
+  private val options = new Options()
+    .setCreateIfMissing(true)
+    .setWriteBufferManager(memory.writeBufferManager)
+    .setWriteBufferSize(conf.writeBufferSizeMB * 1024 * 1024)
+    .setMaxWriteBufferNumber(3)
+    .setTableFormatConfig(tableConfig)
+    .setMergeOperator(mergeOperator)
+    .setCompressionType(compressionType(conf.compression))
+    .setAvoidFlushDuringShutdown(true)
+    .setInfoLogLevel(InfoLogLevel.WARN_LEVEL)
+    .setKeepLogFileNum(2)
+
+  private val writeOptions = new WriteOptions().setDisableWAL(true)
+  private val readOptions = new ReadOptions()
+  private val flushOptions = new FlushOptions().setWaitForFlush(true)
+
+  private val db: RocksDB = RocksDB.open(options, dir.getAbsolutePath)
+
+  // Iterators still open when the DB closes would crash the JVM; close them first.
+  private val openIterators = ConcurrentHashMap.newKeySet[RocksIterator]()
+
+  def get(key: Array[Byte]): Array[Byte] = db.get(readOptions, key)
+
+  def multiGet(keys: Seq[Array[Byte]]): Seq[Array[Byte]] =
+    db.multiGetAsList(keys.asJava).asScala.toSeq
+
+  def put(key: Array[Byte], value: Array[Byte]): Unit = db.put(writeOptions, key, value)
+
+  def merge(key: Array[Byte], value: Array[Byte]): Unit = db.merge(writeOptions, key, value)
+
+  def delete(key: Array[Byte]): Unit = db.delete(writeOptions, key)
+
+  def deleteRange(begin: Array[Byte], end: Array[Byte]): Unit =
+    db.deleteRange(writeOptions, begin, end)
+
+  /**
+   * Key-value pairs from `from` (inclusive) up to `until` (exclusive, None for the end), in
+   * RocksDB's byte order. The caller must close the returned iterator.
+   */
+  def scan(from: Array[Byte], until: Option[Array[Byte]]): KvIterator = {
+    val ro = new ReadOptions()
+    val bound = until.map(u => new Slice(u))
+    bound.foreach(ro.setIterateUpperBound)
+    val it = db.newIterator(ro)
+    openIterators.add(it)
+    if (from.isEmpty) it.seekToFirst() else it.seek(from)
+    new KvIterator(it, () => {
+      if (openIterators.remove(it)) {
+        it.close()
+        ro.close()
+        bound.foreach(_.close())
+      }
+    })
+  }
+
+  /** Flushes the memtables and hard-links a consistent copy of the DB into `target`. */
+  def checkpointTo(target: File): Unit = {
+    db.flush(flushOptions)
+    val cp = Checkpoint.create(db)
+    try cp.createCheckpoint(target.getAbsolutePath) finally cp.close()
+  }
+
+  /** Bytes of the SST files the current version uses. */
+  def sstBytes: Long = db.getLongProperty("rocksdb.live-sst-files-size")
+
+  def approximateMemoryBytes: Long =
+    db.getLongProperty("rocksdb.cur-size-all-mem-tables") +
+      db.getLongProperty("rocksdb.estimate-table-readers-mem")
+
+  override def close(): Unit = {
+    openIterators.asScala.toSeq.foreach { it =>
+      if (openIterators.remove(it)) it.close()
+    }
+    try db.cancelAllBackgroundWork(true) finally {
+      db.close()
+      writeOptions.close()
+      readOptions.close()
+      flushOptions.close()
+      options.close()
+      mergeOperator.close()
+    }
+  }
+}
+
+object LocalRocksDB {
+  /** Separator the merge operator puts between values of one key (Spark's multi-value format). */
+  val Delimiter: Char = ','
+
+  private def compressionType(name: String): CompressionType = name match {
+    case "none" => CompressionType.NO_COMPRESSION
+    case "snappy" => CompressionType.SNAPPY_COMPRESSION
+    case "zstd" => CompressionType.ZSTD_COMPRESSION
+    case _ => CompressionType.LZ4_COMPRESSION
+  }
+
+  /** A forward iterator over raw pairs; yields fresh arrays so callers may keep them. */
+  final class KvIterator(it: RocksIterator, closer: () => Unit)
+    extends Iterator[(Array[Byte], Array[Byte])] with AutoCloseable {
+    private var closed = false
+
+    override def hasNext: Boolean = {
+      if (closed) false
+      else if (it.isValid) true
+      else {
+        try it.status() // surfaces a read error (e.g. a corrupt block) instead of ending early
+        finally close()
+        false
+      }
+    }
+
+    override def next(): (Array[Byte], Array[Byte]) = {
+      if (!hasNext) throw new NoSuchElementException("end of rockstate iterator")
+      val kv = (it.key(), it.value())
+      it.next()
+      kv
+    }
+
+    override def close(): Unit = if (!closed) {
+      closed = true
+      closer()
+    }
+  }
+}

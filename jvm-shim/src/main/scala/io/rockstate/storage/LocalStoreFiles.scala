@@ -1,0 +1,236 @@
+package io.rockstate.storage
+
+import java.io.{File, FileInputStream}
+import java.nio.charset.StandardCharsets
+import java.nio.file.{FileAlreadyExistsException, Files, StandardCopyOption}
+import java.security.MessageDigest
+import java.util.UUID
+import java.util.concurrent.ConcurrentHashMap
+import java.util.zip.CRC32
+
+import scala.jdk.CollectionConverters._
+import scala.util.Using
+import scala.util.control.NonFatal
+
+import org.apache.commons.io.FileUtils
+
+import org.apache.spark.SparkFiles
+import org.apache.spark.internal.Logging
+
+/**
+ * An executor's local files for one store, found again by the store's checkpoint path: every
+ * provider instance of that store on this executor (the restarted query's too, since Spark
+ * keys providers by run id) shares them. This is rockstate's task-local recovery: `cache/`
+ * holds every immutable checkpoint file (SST, snapshot meta file, changelog) this executor
+ * uploaded or downloaded, under its checkpoint path, so a load downloads only what it lacks.
+ * Work directories (a live DB, a local checkpoint, a changelog being written) are private to
+ * one instance and carry a unique suffix. The directory is counted per instance: it is
+ * deleted (local recovery off) or becomes evictable (on) only when the last one releases it.
+ */
+final class LocalStoreFiles private (val dir: File, base: File, maxCacheBytes: Long) {
+  private val cacheDir = new File(dir, "cache")
+  Files.createDirectories(cacheDir.toPath)
+
+  def cached(path: String): File = new File(cacheDir, path.replace('/', '_'))
+
+  /** A fresh private directory or file name under the store's local directory. */
+  def newWorkPath(prefix: String): File = new File(dir, s"$prefix-${UUID.randomUUID()}")
+
+  /** Puts a local file just uploaded with `crc32` into the cache; hard link, no copy. */
+  def adopt(local: File, path: String, crc32: Long): Unit = {
+    val target = cached(path)
+    try Files.createLink(target.toPath, local.toPath) catch {
+      case _: FileAlreadyExistsException => // the same immutable file, cached already
+    }
+    LocalStoreFiles.markVerified(target, crc32)
+  }
+
+  /**
+   * The cached copy of a checkpoint file, downloaded and checked first when absent; returns it
+   * with the number of bytes downloaded (0 on a cache hit).
+   */
+  def fetch(remote: StoreCheckpointDir, path: String, size: Long, crc32: Long,
+      neededBy: String): (File, Long) = {
+    val target = cached(path)
+    if (target.isFile && target.length == size && LocalStoreFiles.intact(target, crc32)) {
+      (target, 0L)
+    } else {
+      val part = newWorkPath("download")
+      try {
+        remote.download(path, size, crc32, neededBy, part)
+        Files.move(part.toPath, target.toPath, StandardCopyOption.REPLACE_EXISTING,
+          StandardCopyOption.ATOMIC_MOVE)
+      } finally part.delete()
+      LocalStoreFiles.markVerified(target, crc32)
+      (target, size)
+    }
+  }
+
+  /**
+   * The cached copy of a file found by listing (a version file, `size` from the listing), whose
+   * CRC32 no manifest recorded: downloaded when absent; returns it with its CRC32 and the bytes
+   * downloaded. The caller checks it against the checksum it carries (`VersionFile.read`).
+   */
+  def fetchSelfChecked(remote: StoreCheckpointDir, path: String, size: Long,
+      neededBy: String): (File, Long, Long) = {
+    val target = cached(path)
+    if (target.isFile && target.length == size) {
+      (target, LocalStoreFiles.crcOf(target), 0L)
+    } else {
+      val part = newWorkPath("download")
+      val (downloaded, crc) = try {
+        val got = remote.downloadSelfChecked(path, neededBy, part)
+        Files.move(part.toPath, target.toPath, StandardCopyOption.REPLACE_EXISTING,
+          StandardCopyOption.ATOMIC_MOVE)
+        got
+      } finally part.delete()
+      LocalStoreFiles.markVerified(target, crc)
+      (target, crc, downloaded)
+    }
+  }
+
+  /** Drops cached files whose checkpoint path is not in `keep`. */
+  def prune(keep: Set[String]): Unit = {
+    val names = keep.map(_.replace('/', '_'))
+    Option(cacheDir.listFiles()).getOrElse(Array.empty[File]).foreach { f =>
+      if (!names.contains(f.getName)) f.delete()
+    }
+  }
+
+  /**
+   * This instance is done with the files. The last instance of the store deletes them when
+   * local recovery is off; with it on they stay, and closed stores beyond `localCacheMaxMB`
+   * are evicted, least recently released first.
+   */
+  def release(localRecovery: Boolean): Unit = LocalStoreFiles.synchronized {
+    if (LocalStoreFiles.leave(dir) == 0) {
+      if (!localRecovery) FileUtils.deleteQuietly(dir)
+      else LocalStoreFiles.evictClosed(base, maxCacheBytes)
+    }
+  }
+}
+
+object LocalStoreFiles extends Logging {
+  /**
+   * The local files of the store at `storePath` (its checkpoint directory's URI), under
+   * `localDir`, or Spark's per-application directory when it is empty.
+   */
+  def forStore(storePath: String, label: String, localDir: String,
+      maxCacheMB: Long = Long.MaxValue / (1 << 20)): LocalStoreFiles = synchronized {
+    val digest = MessageDigest.getInstance("SHA-256")
+      .digest(storePath.getBytes(StandardCharsets.UTF_8)).take(8).map("%02x".format(_)).mkString
+    val base = if (localDir.nonEmpty) new File(localDir) else defaultRoot
+    val dir = new File(new File(base, "stores"), s"$label-$digest")
+    Files.createDirectories(dir.toPath)
+    users.merge(dir.getAbsoluteFile, 1, (a: Integer, b: Integer) => Integer.valueOf(a + b))
+    bases.add(base.getAbsoluteFile)
+    new LocalStoreFiles(dir, base, maxCacheMB * 1024 * 1024)
+  }
+
+  // Local roots stores of this JVM use (for the cache-size metric).
+  private val bases = ConcurrentHashMap.newKeySet[File]()
+  // The last cache size measured, and when: walking the cache is not free, and Spark's metrics
+  // sinks may ask every second.
+  private val measured = new java.util.concurrent.atomic.AtomicReference[(Long, Long)]((0L, 0L))
+
+  /** Bytes of local store files in this JVM (open and cached stores), at most 5 s old. */
+  def cacheBytes: Long = {
+    val (at, bytes) = measured.get
+    val now = System.nanoTime()
+    if (at != 0L && now - at < 5000000000L) bytes
+    else {
+      val total = bases.asScala.toSeq.map(b => sizeOf(new File(b, "stores"))).sum
+      measured.set((now, total))
+      total
+    }
+  }
+
+  /** Store instances open in this JVM. */
+  def openStores: Int = users.values().asScala.map(_.intValue).sum
+
+  // Open instances per store directory, in this JVM.
+  private val users = new ConcurrentHashMap[File, Integer]()
+  // Cached files whose CRC32 this JVM checked, with the size and mtime it checked them at.
+  private val verified = new ConcurrentHashMap[String, (Long, Long, Long)]()
+
+  /** One instance fewer; returns how many are left. Under the object's lock. */
+  private def leave(dir: File): Int = {
+    val left = Option(users.computeIfPresent(dir.getAbsoluteFile, (_, n) =>
+      if (n <= 1) null else Integer.valueOf(n - 1))).map(_.intValue).getOrElse(0)
+    // The released directory's mtime orders eviction (least recently released first).
+    if (left == 0) dir.setLastModified(System.currentTimeMillis())
+    left
+  }
+
+  /**
+   * Deletes closed store directories under `base`, oldest first, until within `maxBytes`.
+   * Best effort: open stores' RocksDB files come and go while they are sized, and a failure
+   * here must never fail the close that called it.
+   */
+  private def evictClosed(base: File, maxBytes: Long): Unit = try {
+    val dirs = Option(new File(base, "stores").listFiles()).getOrElse(Array.empty[File])
+      .filter(_.isDirectory).toSeq
+    val sizes = dirs.map(d => d -> sizeOf(d)).toMap
+    var total = sizes.values.sum
+    dirs.filterNot(d => users.containsKey(d.getAbsoluteFile)).sortBy(_.lastModified).foreach { d =>
+      if (total > maxBytes) {
+        FileUtils.deleteQuietly(d)
+        total -= sizes(d)
+      }
+    }
+  } catch {
+    case NonFatal(e) => logWarning(s"rockstate: evicting closed stores under $base failed", e)
+  }
+
+  /** Bytes under `dir`, counting files that vanish during the walk as nothing. */
+  private def sizeOf(dir: File): Long = {
+    val files = try Files.walk(dir.toPath) catch { case NonFatal(_) => return 0L }
+    try {
+      files.iterator().asScala.map { p =>
+        try if (Files.isRegularFile(p)) Files.size(p) else 0L catch { case NonFatal(_) => 0L }
+      }.sum
+    } catch {
+      case NonFatal(_) => 0L // a directory vanished mid-walk: size it next time
+    } finally files.close()
+  }
+
+  private def markVerified(file: File, crc32: Long): Unit =
+    verified.put(file.getAbsolutePath, (file.length, file.lastModified, crc32))
+
+  /**
+   * Whether a cached file has the expected CRC32: checked once per file and JVM (the cache
+   * holds immutable checkpoint files), again if its size or mtime changed.
+   */
+  private def intact(file: File, crc32: Long): Boolean = {
+    val seen = verified.get(file.getAbsolutePath)
+    if (seen != null && seen == ((file.length, file.lastModified, crc32))) true
+    else {
+      val ok = computeCrc(file) == crc32
+      if (ok) markVerified(file, crc32) else file.delete()
+      ok
+    }
+  }
+
+  /** A cached file's CRC32: the one this JVM computed, unless the file changed since. */
+  private def crcOf(file: File): Long = {
+    val seen = verified.get(file.getAbsolutePath)
+    if (seen != null && seen._1 == file.length && seen._2 == file.lastModified) seen._3
+    else computeCrc(file)
+  }
+
+  private def computeCrc(file: File): Long = {
+    val crc = new CRC32()
+    Using.resource(new FileInputStream(file)) { in =>
+      StoreCheckpointDir.copy(in, java.io.OutputStream.nullOutputStream(), crc)
+    }
+    crc.getValue
+  }
+
+  /** Executor-local scratch space: Spark's per-application files dir, else java.io.tmpdir. */
+  private def defaultRoot: File = {
+    val base = try new File(SparkFiles.getRootDirectory()) catch {
+      case NonFatal(_) => new File(System.getProperty("java.io.tmpdir"))
+    }
+    new File(base, "rockstate")
+  }
+}

@@ -1,0 +1,179 @@
+package io.rockstate.storage
+
+import java.util.Locale
+
+/**
+ * rockstate's own settings, all under one prefix. Spark hands every SQL conf starting with
+ * `spark.sql.streaming.stateStore.` to the provider through `StateStoreConf.sqlConfs`, so the
+ * same keys work in spark-defaults, on the session builder and with `spark.conf.set`.
+ * docs/configuration.md lists them; keep the two in step.
+ */
+final case class RockstateConf(
+    blockCacheSizeMB: Long,
+    writeBufferSizeMB: Long,
+    writeBufferManagerMB: Long,
+    compression: String,
+    bloomFilterBitsPerKey: Int,
+    minVersionsToRetain: Int,
+    orphanFileGraceMs: Long,
+    trackTotalNumberOfRows: Boolean,
+    snapshotInterval: Int,
+    changelogCompression: String,
+    snapshotUploadThreads: Int,
+    downloadThreads: Int,
+    localRecovery: Boolean,
+    localDir: String,
+    checkpointsRetained: Int,
+    checkpointTimeoutMs: Long,
+    tolerableCheckpointFailures: Int,
+    snapshotUploadTimeoutMs: Long,
+    lockAcquireTimeoutMs: Long,
+    localCacheMaxMB: Long,
+    testUploadDelayMs: Long,
+    testCleanupDelayMs: Long) {
+
+  /**
+   * Whether an upload that took `ms` may have lost files to an orphan sweep elsewhere (files
+   * older than the grace are fair game); such an upload must not write its manifest. A grace
+   * of 0 turns the protection off (tests only).
+   */
+  def outlivedGrace(ms: Long): Boolean = orphanFileGraceMs > 0 && ms > orphanFileGraceMs / 2
+
+  /** Versions every partition snapshots, so that each is one checkpoint of the query. */
+  def isCheckpointVersion(version: Long): Boolean = version % snapshotInterval == 0
+
+  /**
+   * The longest changelog chain a version manifest may name: past it the commit snapshots
+   * synchronously, so a load never replays more than this however uploads fare.
+   */
+  def maxChangelogChain: Int = 3 * snapshotInterval
+}
+
+object RockstateConf {
+  val Prefix = "spark.sql.streaming.stateStore.rockstate."
+
+  val BlockCacheSizeMB = Prefix + "blockCacheSizeMB"
+  val WriteBufferSizeMB = Prefix + "writeBufferSizeMB"
+  val WriteBufferManagerMB = Prefix + "writeBufferManagerMB"
+  val Compression = Prefix + "compression"
+  val BloomFilterBitsPerKey = Prefix + "bloomFilterBitsPerKey"
+  val OrphanFileGraceMs = Prefix + "orphanFileGraceMs"
+  val TrackTotalNumberOfRows = Prefix + "trackTotalNumberOfRows"
+  val SnapshotInterval = Prefix + "snapshotInterval"
+  val ChangelogCompression = Prefix + "changelogCompression"
+  val SnapshotUploadThreads = Prefix + "snapshotUploadThreads"
+  val DownloadThreads = Prefix + "downloadThreads"
+  val LocalRecovery = Prefix + "localRecovery"
+  val LocalDir = Prefix + "localDir"
+  // The driver's checkpoint coordinator (read from the SparkConf when the driver starts).
+  val CheckpointsRetained = Prefix + "checkpointsRetained"
+  val CheckpointTimeoutMs = Prefix + "checkpointTimeoutMs"
+  val TolerableCheckpointFailures = Prefix + "tolerableCheckpointFailures"
+  val SnapshotUploadTimeoutMs = Prefix + "snapshotUploadTimeoutMs"
+  val LockAcquireTimeoutMs = Prefix + "lockAcquireTimeoutMs"
+  val LocalCacheMaxMB = Prefix + "localCacheMaxMB"
+  // Testing only: a pause before each snapshot file upload (and before its manifest), to kill
+  // or stop mid-upload.
+  val TestUploadDelayMs = Prefix + "testing.snapshotUploadDelayMs"
+  // Testing only: a pause in cleanup between deleting manifests and deleting their files.
+  val TestCleanupDelayMs = Prefix + "testing.cleanupDelayMs"
+
+  val Defaults: Map[String, String] = Map(
+    BlockCacheSizeMB -> "128",
+    WriteBufferSizeMB -> "16",
+    WriteBufferManagerMB -> "128",
+    Compression -> "lz4",
+    BloomFilterBitsPerKey -> "10",
+    OrphanFileGraceMs -> "600000",
+    TrackTotalNumberOfRows -> "true",
+    SnapshotInterval -> "10",
+    ChangelogCompression -> "zstd",
+    SnapshotUploadThreads -> "2",
+    DownloadThreads -> "8",
+    LocalRecovery -> "true",
+    LocalDir -> "",
+    CheckpointsRetained -> "3",
+    CheckpointTimeoutMs -> "300000",
+    TolerableCheckpointFailures -> "5",
+    SnapshotUploadTimeoutMs -> "300000",
+    LockAcquireTimeoutMs -> "60000",
+    LocalCacheMaxMB -> "8192",
+    TestUploadDelayMs -> "0",
+    TestCleanupDelayMs -> "0")
+
+  private val Codecs = Set("none", "snappy", "lz4", "zstd")
+
+  /** Reads the settings; `minVersionsToRetain` is Spark's own `minBatchesToRetain`. */
+  def from(confs: Map[String, String], minVersionsToRetain: Int): RockstateConf = {
+    def get(key: String): String = confs.getOrElse(key, Defaults(key)).trim
+    def long(key: String, min: Long): Long = {
+      val v = try get(key).toLong catch {
+        case _: NumberFormatException =>
+          throw new IllegalArgumentException(
+            s"rockstate: $key must be a whole number, got '${get(key)}'; fix the setting or " +
+              s"remove it to use the default ${Defaults(key)}.")
+      }
+      if (v < min) {
+        throw new IllegalArgumentException(
+          s"rockstate: $key must be at least $min, got $v; the default is ${Defaults(key)}.")
+      }
+      v
+    }
+    def bool(key: String): Boolean = get(key).toLowerCase(Locale.ROOT) match {
+      case "true" => true
+      case "false" => false
+      case other =>
+        throw new IllegalArgumentException(
+          s"rockstate: $key must be true or false, got '$other'; the default is ${Defaults(key)}.")
+    }
+    def oneOf(key: String, allowed: Set[String]): String = {
+      val v = get(key).toLowerCase(Locale.ROOT)
+      if (!allowed.contains(v)) {
+        throw new IllegalArgumentException(
+          s"rockstate: $key must be one of ${allowed.toSeq.sorted.mkString(", ")}, got '$v'; " +
+            s"the default is ${Defaults(key)}.")
+      }
+      v
+    }
+    val codec = oneOf(Compression, Codecs)
+    val graceMs = long(OrphanFileGraceMs, 0)
+    // Unset, the timeout follows a shortened grace; set, it must fit it.
+    val timeoutMs =
+      if (!confs.contains(CheckpointTimeoutMs) && graceMs > 0) {
+        math.max(1L, math.min(long(CheckpointTimeoutMs, 1), graceMs / 2))
+      } else long(CheckpointTimeoutMs, 1)
+    if (confs.contains(CheckpointTimeoutMs) && graceMs > 0 && timeoutMs > graceMs / 2) {
+      throw new IllegalArgumentException(s"rockstate: $CheckpointTimeoutMs ($timeoutMs) must " +
+        s"be at most half of $OrphanFileGraceMs ($graceMs), so that no snapshot a pending " +
+        "checkpoint names is swept as an orphan. Lower the one or raise the other.")
+    }
+    // An upload may not outlive what its manifest could still safely name (half the grace).
+    val uploadTimeoutMs = {
+      val set = long(SnapshotUploadTimeoutMs, 1)
+      if (graceMs > 0) math.max(1L, math.min(set, graceMs / 2)) else set
+    }
+    RockstateConf(
+      blockCacheSizeMB = long(BlockCacheSizeMB, 1),
+      writeBufferSizeMB = long(WriteBufferSizeMB, 1),
+      writeBufferManagerMB = long(WriteBufferManagerMB, 1),
+      compression = codec,
+      bloomFilterBitsPerKey = long(BloomFilterBitsPerKey, 0).toInt,
+      minVersionsToRetain = math.max(1, minVersionsToRetain),
+      orphanFileGraceMs = graceMs,
+      trackTotalNumberOfRows = bool(TrackTotalNumberOfRows),
+      snapshotInterval = long(SnapshotInterval, 1).toInt,
+      changelogCompression = oneOf(ChangelogCompression, Changelog.Codecs.keySet),
+      snapshotUploadThreads = long(SnapshotUploadThreads, 1).toInt,
+      downloadThreads = long(DownloadThreads, 1).toInt,
+      localRecovery = bool(LocalRecovery),
+      localDir = get(LocalDir),
+      checkpointsRetained = long(CheckpointsRetained, 1).toInt,
+      checkpointTimeoutMs = timeoutMs,
+      tolerableCheckpointFailures = long(TolerableCheckpointFailures, -1).toInt,
+      snapshotUploadTimeoutMs = uploadTimeoutMs,
+      lockAcquireTimeoutMs = long(LockAcquireTimeoutMs, 0),
+      localCacheMaxMB = long(LocalCacheMaxMB, 0),
+      testUploadDelayMs = long(TestUploadDelayMs, 0),
+      testCleanupDelayMs = long(TestCleanupDelayMs, 0))
+  }
+}

@@ -1,0 +1,99 @@
+package io.rockstate.storage
+
+import java.nio.file.Files
+
+import scala.util.control.NonFatal
+
+import org.apache.commons.io.FileUtils
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+
+/** What an audit of one store found. */
+final case class StoreAuditReport(
+    store: String,
+    versions: Seq[Long],
+    snapshots: Seq[String],
+    loaded: Map[Long, Long], // version -> keys found by reading it back
+    unreferenced: Seq[String], // data files no manifest references
+    missing: Seq[String], // files a manifest references that are absent
+    errors: Seq[String]) { // versions that failed to load, with the reason
+
+  def ok: Boolean = unreferenced.isEmpty && missing.isEmpty && errors.isEmpty
+}
+
+/**
+ * Checks a store's directory against the format's rules: every data file is referenced by a
+ * manifest present, every referenced file exists, and the requested versions load from the
+ * checkpoint location alone (a fresh local directory, as on a new executor) with the number
+ * of keys their manifests record. Used by the tests and callable from Python through py4j.
+ */
+object StoreAudit {
+
+  def audit(dir: StoreCheckpointDir, load: Seq[Long], conf: RockstateConf): StoreAuditReport = {
+    val entries = dir.listVersionEntries()
+    val versions = entries.map(_.version).distinct
+    val snapshots = dir.listSnapshots().map(_._1)
+    val headers = entries.map(e => e -> dir.readEntryManifest(e))
+    val manifests = versions.flatMap(v =>
+      VersionEntry.landed(entries.filter(_.version == v)).map(e => headers.find(_._1 == e).get._2))
+    val snapshotFiles = snapshots.flatMap(p => dir.readSnapshotManifest(p, "audit").files.map(_.path))
+    val referenced = (headers.flatMap(_._2.references) ++ snapshotFiles).toSet
+    // Version files are owners: present whether or not a later lineage names them.
+    val versionFiles = entries.filterNot(_.isLegacy).map(_.path).toSet
+    val present = dir.listDataFiles().map(_._1).toSet
+    val missing = (referenced -- present -- versionFiles).filterNot(p =>
+      p.startsWith("snapshots/") && snapshots.contains(p)).toSeq.sorted
+    val errors = Seq.newBuilder[String]
+    val loaded = load.flatMap { v =>
+      val tmp = Files.createTempDirectory("rockstate-audit").toFile
+      val m = manifests.find(_.version == v)
+      val db = new VersionedRocksDB(m.map(_.operatorId).getOrElse(-1L),
+        m.map(_.partitionId).getOrElse(-1), m.map(_.storeName).getOrElse("?"), dir,
+        LocalStoreFiles.forStore(dir.root.toString, "audit", tmp.getAbsolutePath),
+        conf.copy(localRecovery = false), m.exists(_.useColumnFamilies))
+      try {
+        db.load(v)
+        val it = db.rocksDB.scan(Array.emptyByteArray, None)
+        val n = try it.size.toLong finally it.close()
+        if (m.exists(_.numKeys != n)) {
+          errors += s"version $v: manifest records ${m.get.numKeys} keys, $n read back"
+        }
+        Some(v -> n)
+      } catch {
+        case NonFatal(e) =>
+          errors += s"version $v: ${e.getMessage}"
+          None
+      } finally {
+        db.close()
+        FileUtils.deleteQuietly(tmp)
+      }
+    }.toMap
+    StoreAuditReport(dir.root.toString, versions, snapshots, loaded,
+      (present -- referenced).toSeq.sorted, missing, errors.result())
+  }
+
+  /**
+   * Audits every rockstate store under `<checkpointLocation>/state`, loading the newest
+   * `retained` versions of each; returns the reports as JSON (for Python). Snapshot uploads
+   * still running in this JVM are waited for first, so their files do not look like orphans.
+   */
+  def auditCheckpointJson(checkpointLocation: String, retained: Int): String = {
+    SnapshotUploader.awaitIdle(120000)
+    val conf = RockstateConf.from(Map.empty, retained)
+    // The running application's Hadoop settings (an object store's endpoint and keys, say).
+    val hadoopConf = org.apache.spark.sql.SparkSession.getActiveSession
+      .orElse(org.apache.spark.sql.SparkSession.getDefaultSession)
+      .map(_.sparkContext.hadoopConfiguration).getOrElse(new Configuration())
+    val stateDir = new Path(checkpointLocation, "state")
+    val fs = stateDir.getFileSystem(hadoopConf)
+    def stores(p: Path, depth: Int): Seq[Path] =
+      if (depth > 3 || !fs.exists(p)) Seq.empty
+      else if (fs.exists(new Path(p, "versions")) || fs.exists(new Path(p, "manifests"))) Seq(p)
+      else fs.listStatus(p).toSeq.filter(_.isDirectory).flatMap(s => stores(s.getPath, depth + 1))
+    val reports = stores(stateDir, 0).map { p =>
+      val dir = new StoreCheckpointDir(p, hadoopConf)
+      audit(dir, dir.listVersions().takeRight(retained), conf)
+    }
+    new String(VersionManifest.toJson(reports), "UTF-8")
+  }
+}

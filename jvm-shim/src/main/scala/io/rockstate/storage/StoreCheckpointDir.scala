@@ -1,0 +1,351 @@
+package io.rockstate.storage
+
+import java.io.{File, FileInputStream, FileOutputStream, InputStream, OutputStream}
+import java.nio.file.Files
+import java.util.UUID
+import java.util.zip.CRC32
+
+import scala.util.Using
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.{FileStatus, FileSystem, Path}
+
+/**
+ * One store's directory in the query's checkpoint location (any Hadoop file system):
+ *
+ *   <store>/versions/<version>-<uuid>.rsv  a commit: its lineage and its changes (format 3)
+ *   <store>/snapshots/<version>-<uuid>.json a snapshot's manifest, written after its files
+ *   <store>/sst/<name>-<uuid>.sst          SST files, uploaded once and shared by snapshots
+ *   <store>/meta/<version>-<uuid>/...      RocksDB's small per-snapshot files (MANIFEST...)
+ *   <store>/manifests/<version>.json       format 1 and 2: a version's manifest (read only)
+ *   <store>/changelog/<version>-<uuid>.log format 2: a batch's changes (read only)
+ *
+ * Unique names mean two attempts of one batch (retry, speculation, a zombie task) never
+ * overwrite each other's files. Of several attempts of one version, the one written last
+ * (`VersionEntry.landed`) is the version, as a rename over the same name would have decided.
+ */
+final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
+  import StoreCheckpointDir.copy
+
+  private val fs: FileSystem = root.getFileSystem(hadoopConf)
+  private val writer = new LocationWriter(fs, root, hadoopConf)
+
+  val manifestsDir = new Path(root, "manifests")
+  val snapshotsDir = new Path(root, "snapshots")
+  val versionsDir = new Path(root, "versions")
+
+  def manifestPath(version: Long): Path = new Path(manifestsDir, s"$version.json")
+
+  def resolve(relative: String): Path = new Path(root, relative)
+
+  /** Copies a local file up, returning its size and CRC32 computed on the bytes sent. */
+  def upload(local: File, relative: String): (Long, Long) = {
+    val target = resolve(relative)
+    val crc = new CRC32()
+    val size = Using.resources(new FileInputStream(local), writer.create(target)) { (in, out) =>
+      copy(in, out, crc)
+    }
+    (size, crc.getValue)
+  }
+
+  /**
+   * Copies a file down and checks it against the manifest; a missing, short or altered file
+   * fails with the file and what needs it named, never passing as empty state.
+   */
+  def download(path: String, expectedSize: Long, expectedCrc: Long, neededBy: String,
+      local: File): Unit = downloadChecked(path, Some((expectedSize, expectedCrc)), neededBy, local)
+
+  /**
+   * Copies a file whose size and CRC32 nobody recorded (a version file found by listing; it
+   * carries its own checksum) down; returns the size and CRC32 of the bytes received.
+   */
+  def downloadSelfChecked(path: String, neededBy: String, local: File): (Long, Long) =
+    downloadChecked(path, None, neededBy, local)
+
+  private def downloadChecked(path: String, expected: Option[(Long, Long)], neededBy: String,
+      local: File): (Long, Long) = {
+    val source = resolve(path)
+    val tmp = new File(local.getParentFile, local.getName + ".part")
+    val crc = new CRC32()
+    val size = try {
+      Using.resources(fs.open(source), new FileOutputStream(tmp)) { (in, out) =>
+        copy(in, out, crc)
+      }
+    } catch {
+      case e: java.io.FileNotFoundException =>
+        tmp.delete()
+        throw new CorruptCheckpointException(
+          s"rockstate: file $source, needed by $neededBy, is missing from the " +
+            "checkpoint location. The checkpoint is incomplete; restore the file or restart " +
+            "the query from an earlier version (`rockstate verify` lists every damaged version).",
+          e)
+      case e: java.io.IOException =>
+        tmp.delete()
+        throw new CorruptCheckpointException(
+          s"rockstate: file $source of $neededBy cannot be read (${e.getMessage}); it " +
+            "is damaged. Restore the file or restart the query from an earlier version.", e)
+    }
+    expected.foreach { case (expectedSize, expectedCrc) =>
+      if (size != expectedSize || crc.getValue != expectedCrc) {
+        tmp.delete()
+        throw new CorruptCheckpointException(
+          s"rockstate: file $source of $neededBy is damaged: expected $expectedSize " +
+            s"bytes with CRC32 $expectedCrc, found $size bytes with CRC32 ${crc.getValue}. " +
+            "Restore the file or restart the query from an earlier version.")
+      }
+    }
+    Files.move(tmp.toPath, local.toPath, java.nio.file.StandardCopyOption.REPLACE_EXISTING)
+    (size, crc.getValue)
+  }
+
+  /**
+   * Publishes a version file under its final unique name in one write (all or nothing, see
+   * `LocationWriter.publish`); returns its size and CRC32.
+   */
+  def publishVersion(local: File, relative: String): (Long, Long) = {
+    val crc = new CRC32()
+    val size = writer.publish(resolve(relative)) { out =>
+      Using.resource(new FileInputStream(local))(in => copy(in, out, crc))
+    }
+    (size, crc.getValue)
+  }
+
+  /** The version files and manifests of one version (several: attempts), or of all. */
+  def listVersionEntries(version: Option[Long] = None): Seq[VersionEntry] = {
+    val files = version match {
+      case Some(v) => Option(fs.globStatus(new Path(versionsDir, s"$v-*.rsv"))).toSeq.flatten
+      case None => if (fs.exists(versionsDir)) fs.listStatus(versionsDir).toSeq else Nil
+    }
+    val current = files.flatMap { st =>
+      val name = st.getPath.getName
+      val digits = name.takeWhile(_ != '-')
+      if (st.isFile && name.endsWith(".rsv") && digits.nonEmpty && digits.forall(_.isDigit)) {
+        Some(VersionEntry(digits.toLong, s"versions/$name", st.getModificationTime, st.getLen))
+      } else None
+    }
+    val legacy = version match {
+      case Some(v) =>
+        Option(fs.globStatus(manifestPath(v))).toSeq.flatten.map(st =>
+          VersionEntry(v, s"manifests/$v.json", st.getModificationTime, st.getLen))
+      case None => listVersionStatuses().map { case (v, st) =>
+        VersionEntry(v, s"manifests/$v.json", st.getModificationTime, st.getLen)
+      }
+    }
+    (current ++ legacy).sortBy(e => (e.version, e.mtime, e.path))
+  }
+
+  /** The version file at `relative` (an exact attempt of `version`), if it exists. */
+  def versionEntry(version: Long, relative: String): Option[VersionEntry] =
+    try {
+      val st = fs.getFileStatus(resolve(relative))
+      Some(VersionEntry(version, relative, st.getModificationTime, st.getLen))
+    } catch {
+      case _: java.io.FileNotFoundException => None
+    }
+
+  /** The landed attempt of `version`, if the version exists. */
+  def findVersion(version: Long): Option[VersionEntry] =
+    VersionEntry.landed(listVersionEntries(Some(version)))
+
+  /**
+   * The manifest a version file or manifest holds, for cleanup and audits: a version file's
+   * header only, listing its lineage without the file itself.
+   */
+  def readEntryManifest(entry: VersionEntry): VersionManifest =
+    if (entry.isLegacy) readManifest(entry.version)
+    else {
+      val path = resolve(entry.path)
+      val m = try Using.resource(fs.open(path))(in =>
+        VersionFile.readHeader(in, path.toString)) catch {
+        case e: java.io.FileNotFoundException => throw new CorruptCheckpointException(
+          s"rockstate: version file $path vanished while it was read", e)
+      }
+      if (m.version != entry.version) {
+        throw new CorruptCheckpointException(s"rockstate: version file $path says version " +
+          s"${m.version}, its name ${entry.version}; the checkpoint is corrupt.")
+      }
+      m
+    }
+
+  def writeManifest(m: VersionManifest): Long =
+    writer.writeAtomic(manifestPath(m.version), VersionManifest.toJson(m))
+
+  /** Writes a snapshot's manifest, returning its path relative to the store directory. */
+  def writeSnapshotManifest(m: SnapshotManifest): String = {
+    val relative = s"snapshots/${m.version}-${UUID.randomUUID()}.json"
+    writer.writeAtomic(resolve(relative), VersionManifest.toCompactJson(m))
+    relative
+  }
+
+  def readSnapshotManifest(relative: String, neededBy: String): SnapshotManifest = {
+    val path = resolve(relative)
+    val bytes = try Using.resource(fs.open(path))(_.readAllBytes()) catch {
+      case e: java.io.FileNotFoundException =>
+        throw new CorruptCheckpointException(
+          s"rockstate: snapshot manifest $path, needed by $neededBy, is missing; the " +
+            "checkpoint is incomplete. Restore the file or restart the query from an earlier " +
+            "version (`rockstate verify` lists every damaged version).", e)
+    }
+    VersionManifest.snapshotFromJson(bytes, path.toString)
+  }
+
+  /** Snapshot manifests present: path relative to the store, version, modification time. */
+  def listSnapshots(): Seq[(String, Long, Long)] = {
+    if (!fs.exists(snapshotsDir)) return Seq.empty
+    fs.listStatus(snapshotsDir).toSeq.flatMap { st =>
+      val name = st.getPath.getName
+      val version = name.takeWhile(_ != '-')
+      if (name.endsWith(".json") && version.nonEmpty && version.forall(_.isDigit)) {
+        Some((s"snapshots/$name", version.toLong, st.getModificationTime))
+      } else None
+    }.sortBy(_._2)
+  }
+
+  /**
+   * The landed attempt of a version's whole manifest (a version file is downloaded to a
+   * temporary file and checked), for audits and tests; stores read through their local files.
+   */
+  def readVersionManifest(version: Long): VersionManifest = {
+    val entry = findVersion(version).getOrElse(throw missingVersion(version))
+    if (entry.isLegacy) readManifest(version)
+    else {
+      val tmp = File.createTempFile("rockstate-version", ".rsv")
+      try {
+        val (size, crc) = downloadSelfChecked(entry.path, s"version $version", tmp)
+        VersionFile.read(tmp, entry.path, resolve(entry.path).toString, size, crc).manifest
+      } finally tmp.delete()
+    }
+  }
+
+  /** A version that has neither a version file nor a manifest. */
+  def missingVersion(version: Long, which: String = "",
+      cause: Throwable = null): CorruptCheckpointException =
+    new CorruptCheckpointException(
+      s"rockstate: version $version$which of the store in $root has no version file " +
+        s"(versions/$version-<id>.rsv) nor manifest, so this store's state at version " +
+        s"$version cannot be restored. If the query ran on another state store provider " +
+        "before, it must keep that provider (Spark does not convert state between " +
+        "providers); otherwise restore the file or start from a new checkpoint location.", cause)
+
+  /** A format 1 or 2 version manifest. */
+  def readManifest(version: Long): VersionManifest = {
+    val path = manifestPath(version)
+    val bytes = try {
+      Using.resource(fs.open(path))(_.readAllBytes())
+    } catch {
+      case e: java.io.FileNotFoundException => throw missingVersion(version, cause = e)
+    }
+    val m = VersionManifest.fromJson(bytes, path.toString)
+    if (m.version != version) {
+      throw new CorruptCheckpointException(
+        s"rockstate: manifest $path says version ${m.version}, expected $version; the " +
+          "checkpoint is corrupt.")
+    }
+    m
+  }
+
+  /** Committed versions (version files and manifests present), in ascending order. */
+  def listVersions(): Seq[Long] = listVersionEntries().map(_.version).distinct
+
+  /** Format 1 and 2 manifests with their status (a rewritten manifest changes it). */
+  private def listVersionStatuses(): Seq[(Long, FileStatus)] = {
+    if (!fs.exists(manifestsDir)) return Seq.empty
+    fs.listStatus(manifestsDir).toSeq.flatMap { st =>
+      val name = st.getPath.getName
+      val digits = name.stripSuffix(".json")
+      if (name.endsWith(".json") && digits.nonEmpty && digits.forall(_.isDigit)) {
+        Some(digits.toLong -> st)
+      } else None
+    }.sortBy(_._1)
+  }
+
+  /** Whether a file named relative to the store directory exists. */
+  def exists(relative: String): Boolean = fs.exists(resolve(relative))
+
+  /**
+   * Temporary files of atomic writes (`.<name>.<uuid>.tmp`, CheckpointFileManager's naming)
+   * under versions/, manifests/ and snapshots/, with their modification times: a writer that
+   * crashed mid-write leaves one behind.
+   */
+  def listTempFiles(): Seq[(String, Long)] = Seq(versionsDir, manifestsDir, snapshotsDir).flatMap { d =>
+    if (!fs.exists(d)) Nil
+    else fs.listStatus(d).toSeq.collect {
+      case st if st.isFile && st.getPath.getName.startsWith(".") &&
+          st.getPath.getName.endsWith(".tmp") =>
+        (s"${d.getName}/${st.getPath.getName}", st.getModificationTime)
+    }
+  }
+
+  /** Every data file under sst/, meta/ and changelog/, with its modification time. */
+  def listDataFiles(): Seq[(String, FileStatus)] = {
+    def walk(dir: Path, rel: String): Seq[(String, FileStatus)] = {
+      if (!fs.exists(dir)) Seq.empty
+      else fs.listStatus(dir).toSeq.flatMap { st =>
+        val name = if (rel.isEmpty) st.getPath.getName else s"$rel/${st.getPath.getName}"
+        if (st.isDirectory) walk(st.getPath, name) else Seq(name -> st)
+      }
+    }
+    Seq("sst", "meta", "changelog").flatMap(d => walk(resolve(d), d))
+      .filterNot(_._1.endsWith(".crc")) // Hadoop's local file system's checksum sidecars
+  }
+
+  /** Deletes a file (and the checksum sidecar Hadoop's local file system keeps beside it). */
+  def delete(relative: String): Unit = fs.delete(resolve(relative), false)
+
+  def deleteManifest(version: Long): Unit = fs.delete(manifestPath(version), false)
+
+  /**
+   * Removes empty snapshot meta directories created before `beforeMs`: a younger one may be
+   * the directory an upload under way just made for its first file.
+   */
+  def deleteEmptyMetaDirs(beforeMs: Long): Unit = {
+    val meta = resolve("meta")
+    if (fs.exists(meta)) {
+      fs.listStatus(meta).filter(st => st.isDirectory && st.getModificationTime < beforeMs)
+        .foreach { st =>
+          if (fs.listStatus(st.getPath).isEmpty) fs.delete(st.getPath, false)
+        }
+    }
+  }
+
+}
+
+object StoreCheckpointDir {
+  /**
+   * Copies `in` to `out`, adding every byte to `crc`; returns the bytes copied. The one loop
+   * behind uploads, downloads, version files and cache checks (`OutputStream.nullOutputStream`
+   * when only the checksum is wanted).
+   */
+  def copy(in: InputStream, out: OutputStream, crc: CRC32): Long = {
+    val buf = new Array[Byte](1 << 16)
+    var total = 0L
+    var n = in.read(buf)
+    while (n >= 0) {
+      if (n > 0) {
+        out.write(buf, 0, n)
+        crc.update(buf, 0, n)
+        total += n
+      }
+      n = in.read(buf)
+    }
+    total
+  }
+}
+
+/**
+ * One version file (`versions/<version>-<id>.rsv`) or format 1/2 manifest
+ * (`manifests/<version>.json`) present, with its modification time and length.
+ */
+final case class VersionEntry(version: Long, path: String, mtime: Long, length: Long) {
+  def isLegacy: Boolean = path.startsWith("manifests/")
+}
+
+object VersionEntry {
+  /**
+   * Of several attempts of one version, the one that landed: the one the storage wrote last
+   * (then the greatest name, so every reader agrees), as a rename over one name would have
+   * decided. Readers on either side (JVM, Python, the driver) pick with this rule.
+   */
+  def landed(attempts: Seq[VersionEntry]): Option[VersionEntry] =
+    if (attempts.isEmpty) None else Some(attempts.maxBy(e => (e.mtime, e.path)))
+}

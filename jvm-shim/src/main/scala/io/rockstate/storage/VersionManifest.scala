@@ -1,0 +1,182 @@
+package io.rockstate.storage
+
+import com.fasterxml.jackson.databind.{DeserializationFeature, ObjectMapper}
+import com.fasterxml.jackson.databind.json.JsonMapper
+import com.fasterxml.jackson.module.scala.DefaultScalaModule
+
+/**
+ * The JSON documents rockstate writes per store: a version manifest per committed version and
+ * a snapshot manifest per uploaded RocksDB snapshot. docs/checkpoint-format.md is their one
+ * description; the Python tools read the same JSON. Bump `FormatVersion` on any incompatible
+ * change and keep reading the older ones.
+ */
+final case class StateFile(
+    localName: String, // the file's name inside the RocksDB directory
+    path: String, // where it lives, relative to the store's checkpoint directory
+    size: Long,
+    crc32: Long,
+    kind: String) // "sst" (shared across snapshots) or, in format 2, "meta" (a small file)
+
+/** A snapshot's small RocksDB files (`MetaPack`), inline in its manifest: base64, checked. */
+final case class MetaPackRef(size: Long, crc32: Long, data: String)
+
+final case class ColumnFamilyEntry(name: String, id: Int)
+
+/** Figures of one snapshot: the synchronous part on the task and the asynchronous upload. */
+final case class SnapshotStats(
+    syncMs: Long, // on the task: flush and local checkpoint (hard links)
+    asyncMs: Long, // in the background: upload of new files and the snapshot manifest
+    bytesUploaded: Long,
+    bytesReused: Long,
+    filesUploaded: Int,
+    filesReused: Int)
+
+object SnapshotStats {
+  val Zero: SnapshotStats = SnapshotStats(0, 0, 0, 0, 0, 0)
+}
+
+/** One batch's changes, uploaded on the commit path. */
+final case class ChangelogRef(version: Long, path: String, size: Long, crc32: Long, records: Long)
+
+/** The snapshot a version is rebuilt from; `path` names its snapshot manifest. */
+final case class SnapshotRef(version: Long, path: String)
+
+/** What the commit itself wrote to the checkpoint location (the task's path). */
+final case class CommitStats(changelogBytes: Long, changelogRecords: Long, commitMs: Long)
+
+/**
+ * Version `version` of a store = the snapshot `snapshot` (None: empty state) plus the replay of
+ * `changelogs`, every version after the snapshot's up to this one, in order. Self-contained:
+ * loading a version reads this manifest, the snapshot's manifest and the files they name.
+ *
+ * Format 3 (the one written) is the header of a version file (`VersionFile`), which also holds
+ * the version's own changes: on disk `changelogs` lists the earlier versions' changes only, and
+ * `VersionFile.read` appends the file itself, so in memory every format lists the whole
+ * lineage. Format 2 is a JSON file of its own (`manifests/<version>.json`) naming changelog
+ * files. Format 1 manifests (rockstate 0.1) had no changelogs and listed the snapshot's files
+ * in `files`. All three are read.
+ */
+final case class VersionManifest(
+    formatVersion: Int,
+    version: Long,
+    operatorId: Long,
+    partitionId: Int,
+    storeName: String,
+    numKeys: Long,
+    useColumnFamilies: Boolean,
+    columnFamilies: Seq[ColumnFamilyEntry],
+    snapshot: Option[SnapshotRef],
+    changelogs: Seq[ChangelogRef],
+    commit: Option[CommitStats],
+    createdAtMs: Long,
+    writer: String,
+    files: Seq[StateFile] = Nil) { // format 1 only
+
+  @com.fasterxml.jackson.annotation.JsonIgnore
+  def isLegacy: Boolean = formatVersion == 1
+
+  /** Every checkpoint path this manifest keeps alive (for the shared-file registry). */
+  def references: Seq[String] =
+    if (isLegacy) files.map(_.path) else snapshot.map(_.path).toSeq ++ changelogs.map(_.path)
+
+  /**
+   * Whether the snapshot manifest at `snapshotPath`, taken after the commit `snapshotStateId`,
+   * holds this version's state: the snapshot of the attempt whose manifest landed, not of an
+   * attempt it replaced.
+   */
+  def isStateOf(snapshotPath: String, snapshotStateId: String): Boolean =
+    changelogs.lastOption match {
+      case Some(c) => c.version == version && c.path == snapshotStateId
+      case None => snapshot.exists(s => s.version == version && s.path == snapshotPath)
+    }
+
+  /** The identity of the state this version holds: its own changelog's unique path. */
+  def stateId: String = changelogs.lastOption.map(_.path).orElse(snapshot.map(_.path))
+    .getOrElse(if (isLegacy) s"legacy:$version" else "empty")
+}
+
+/** A full RocksDB snapshot of version `version`, taken after the commit with `stateId`. */
+final case class SnapshotManifest(
+    formatVersion: Int,
+    version: Long,
+    operatorId: Long,
+    partitionId: Int,
+    storeName: String,
+    stateId: String,
+    numKeys: Long,
+    useColumnFamilies: Boolean,
+    columnFamilies: Seq[ColumnFamilyEntry],
+    files: Seq[StateFile],
+    stats: SnapshotStats,
+    createdAtMs: Long,
+    writer: String,
+    metaPack: Option[MetaPackRef] = None) // format 3; format 2 lists meta files in `files`
+
+object VersionManifest {
+  val FormatVersion = 3
+  val Writer = "rockstate-jvm"
+
+  private[rockstate] val mapper: ObjectMapper = JsonMapper.builder()
+    .addModule(DefaultScalaModule)
+    .configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, false)
+    .build()
+
+  def toJson(m: AnyRef): Array[Byte] = mapper.writerWithDefaultPrettyPrinter().writeValueAsBytes(m)
+
+  /** One line, no indentation: for the files written per commit and per snapshot. */
+  def toCompactJson(m: AnyRef): Array[Byte] = mapper.writeValueAsBytes(m)
+
+  /** Parses a version manifest; `where` names the file in the error so a user can find it. */
+  def fromJson(bytes: Array[Byte], where: String): VersionManifest = {
+    val m = parse(bytes, where, classOf[VersionManifest])
+    val complete = m.formatVersion match {
+      case 1 => m.files != null
+      case 2 => m.changelogs != null && m.snapshot != null && m.columnFamilies != null
+      case _ => m.changelogs != null && m.snapshot != null && m.columnFamilies != null &&
+        m.commit != null && m.commit.isDefined
+    }
+    if (!complete) throw missingFields(where)
+    if (m.isLegacy) m.copy(snapshot = None, changelogs = Nil, commit = None) else m
+  }
+
+  def snapshotFromJson(bytes: Array[Byte], where: String): SnapshotManifest = {
+    val m = parse(bytes, where, classOf[SnapshotManifest])
+    if (m.files == null || m.stateId == null || m.columnFamilies == null) throw missingFields(where)
+    if (m.formatVersion >= 3 && (m.metaPack == null || m.metaPack.isEmpty)) {
+      throw missingFields(where)
+    }
+    if (m.metaPack == null) m.copy(metaPack = None) else m
+  }
+
+  private def parse[T](bytes: Array[Byte], where: String, cls: Class[T]): T = {
+    val tree = try mapper.readTree(bytes) catch {
+      case e: Exception =>
+        throw new CorruptCheckpointException(
+          s"rockstate: manifest $where is not valid JSON (${e.getMessage.takeWhile(_ != '\n')}); " +
+            "the checkpoint is corrupt. Restore the file from a backup or run " +
+            "`rockstate verify` on the checkpoint location to see what else is affected.", e)
+    }
+    val format = tree.path("formatVersion").asInt(0)
+    if (format <= 0) throw missingFields(where)
+    if (format > FormatVersion) {
+      throw new CorruptCheckpointException(
+        s"rockstate: manifest $where has format version $format, newer than this rockstate " +
+          s"reads ($FormatVersion); upgrade rockstate to read this checkpoint.")
+    }
+    val m = try mapper.treeToValue(tree, cls) catch {
+      case e: Exception =>
+        throw new CorruptCheckpointException(
+          s"rockstate: manifest $where does not match the manifest schema " +
+            s"(${e.getMessage.takeWhile(_ != '\n')}); the checkpoint is corrupt.", e)
+    }
+    if (m == null) throw missingFields(where)
+    m
+  }
+
+  private def missingFields(where: String) = new CorruptCheckpointException(
+    s"rockstate: manifest $where is missing required fields; the checkpoint is corrupt.")
+}
+
+/** A checkpoint file that is missing, truncated or fails its checksum. Never read as empty. */
+class CorruptCheckpointException(message: String, cause: Throwable = null)
+  extends java.io.IOException(message, cause)

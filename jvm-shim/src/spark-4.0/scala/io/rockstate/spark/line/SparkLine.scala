@@ -1,0 +1,25 @@
+package io.rockstate.spark.line
+
+import org.apache.hadoop.conf.Configuration
+
+import org.apache.spark.sql.execution.streaming.StreamExecution
+import org.apache.spark.sql.execution.streaming.state.{RocksDBDataEncoder, RocksDBStateEncoder, RocksDBValueStateEncoder, StateStoreId}
+import org.apache.spark.sql.types.StructType
+
+/** What differs in Spark 4.0 outside the provider and store signatures. */
+object SparkLine {
+  val Name = "4.0"
+
+  val QueryIdProperty: String = StreamExecution.QUERY_ID_KEY
+  val RunIdProperty: String = StreamExecution.RUN_ID_KEY
+
+  def valueEncoder(data: RocksDBDataEncoder, valueSchema: StructType,
+      multipleValues: Boolean): RocksDBValueStateEncoder =
+    RocksDBStateEncoder.getValueEncoder(data, valueSchema, multipleValues)
+
+  // Spark 4.0's coordinator tracks neither commits nor snapshots (4.1 added both): nothing to
+  // report, and nothing is forced for want of a report.
+  def reportCommit(version: Long, id: StateStoreId, hadoopConf: Configuration): Unit = ()
+
+  def reportSnapshotUploaded(id: StateStoreId, hadoopConf: Configuration, version: Long): Unit = ()
+}

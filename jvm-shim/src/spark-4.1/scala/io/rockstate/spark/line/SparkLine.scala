@@ -1,0 +1,26 @@
+package io.rockstate.spark.line
+
+import org.apache.hadoop.conf.Configuration
+
+import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
+import org.apache.spark.sql.execution.streaming.state.{RockstateSparkBridge, RocksDBDataEncoder, RocksDBStateEncoder, RocksDBValueStateEncoder, StateStore, StateStoreId}
+import org.apache.spark.sql.types.StructType
+
+/** What differs in Spark 4.1 outside the provider and store signatures. */
+object SparkLine {
+  val Name = "4.1"
+
+  val QueryIdProperty: String = StreamExecution.QUERY_ID_KEY
+  val RunIdProperty: String = StreamExecution.RUN_ID_KEY
+
+  def valueEncoder(data: RocksDBDataEncoder, valueSchema: StructType,
+      multipleValues: Boolean): RocksDBValueStateEncoder =
+    RocksDBStateEncoder.getValueEncoder(data, valueSchema, multipleValues)
+
+  /** Tells Spark's coordinator of a commit (it tracks how far each store lags). */
+  def reportCommit(version: Long, id: StateStoreId, hadoopConf: Configuration): Unit =
+    StateStore.reportCommitToCoordinator(version, id, hadoopConf)
+
+  def reportSnapshotUploaded(id: StateStoreId, hadoopConf: Configuration, version: Long): Unit =
+    RockstateSparkBridge.reportSnapshotUploaded(id, hadoopConf, version)
+}

@@ -1,0 +1,471 @@
+package io.rockstate.spark
+
+import java.io.{File, RandomAccessFile}
+import java.nio.file.Files
+
+import org.apache.commons.io.FileUtils
+import org.apache.hadoop.conf.Configuration
+import org.scalatest.BeforeAndAfterEach
+import org.scalatest.funsuite.AnyFunSuite
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.execution.streaming.state._
+import org.apache.spark.sql.types._
+import org.apache.spark.unsafe.types.UTF8String
+
+import io.rockstate.state.RockstateStateStoreProvider
+import io.rockstate.storage._
+
+/** The store driven directly, without a query: every version, family and encoding. */
+class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
+
+  test("put, get, remove and iterate across committed versions") {
+    val p = provider()
+    val s1 = p.getStore(0)
+    s1.put(key("a", 1), value(10))
+    s1.put(key("b", 2), value(20))
+    assert(s1.get(key("a", 1)).getLong(0) == 10)
+    assert(s1.commit() == 1)
+    assert(s1.metrics.numKeys == 2)
+
+    val s2 = p.getStore(1)
+    s2.remove(key("a", 1))
+    s2.put(key("c", 3), value(30))
+    assert(s2.commit() == 2)
+
+    assert(contents(p.getReadStore(1)) == Map(("a", 1) -> 10L, ("b", 2) -> 20L))
+    assert(contents(p.getReadStore(2)) == Map(("b", 2) -> 20L, ("c", 3) -> 30L))
+    assert(p.getStore(2).metrics.numKeys == 2)
+  }
+
+  test("abort throws away the batch's writes") {
+    val p = provider()
+    val s1 = p.getStore(0)
+    s1.put(key("a", 1), value(1))
+    s1.commit()
+    val s2 = p.getStore(1)
+    s2.put(key("b", 1), value(2))
+    s2.remove(key("a", 1))
+    s2.abort()
+    assert(contents(p.getStore(1)) == Map(("a", 1) -> 1L))
+  }
+
+  test("a restarted provider recovers from local files; another executor downloads") {
+    val p = provider(extra = Map(RockstateConf.SnapshotInterval -> "2"))
+    commitVersions(p, 1 to 3)((v, s) => (1 to 100).foreach(i => s.put(key(s"k$i", v), value(i * v))))
+    awaitSnapshot(2)
+    val local = provider().getReadStore(3).asInstanceOf[StateStore]
+    assert(contents(local).size == 300)
+    assert(metric(local, "rockstateBytesDownloaded") == 0)
+    val elsewhere = provider(executor = 1).getReadStore(3).asInstanceOf[StateStore]
+    assert(contents(elsewhere).size == 300)
+    assert(metric(elsewhere, "rockstateBytesDownloaded") > 0)
+  }
+
+  test("a load served from the open instance reports no load time and no download") {
+    val p = provider(extra = Map(RockstateConf.SnapshotInterval -> "2"))
+    commitVersions(p, 1 to 3)((v, s) => (1 to 100).foreach(i => s.put(key(s"k$i", v), value(i))))
+    awaitSnapshot(2)
+    val elsewhere = provider(executor = 1)
+    val first = elsewhere.getStore(3)
+    assert(metric(first, "rockstateBytesDownloaded") > 0)
+    first.put(key("x", 4), value(4))
+    first.commit()
+    // The next batch starts from the version this instance just committed: nothing to load.
+    val next = elsewhere.getStore(4)
+    assert(metric(next, "rockstateBytesDownloaded") == 0)
+    assert(metric(next, "rockstateLoadMs") == 0 && metric(next, "rockstateChangelogsReplayed") == 0)
+    next.abort()
+  }
+
+  test("snapshots upload in the background and share SST files with earlier ones") {
+    val p = provider(extra = snapshotEveryVersion)
+    commitVersions(p, 1 to 1)((_, s) => (1 to 5000).foreach(i => s.put(key(s"key-$i", i), value(i))))
+    awaitSnapshot(1)
+    // The upload ends just after its manifest lands; a commit before that skips its snapshot.
+    assert(p.db.awaitUploads(60000))
+    commitVersions(p, 2 to 2)((_, s) => s.put(key("one-more", 0), value(0)))
+    awaitSnapshot(2)
+    val dir = remote()
+    val second = dir.readSnapshotManifest(dir.listSnapshots().last._1, "test")
+    assert(second.version == 2 && second.numKeys == 5001)
+    assert(second.stats.filesReused >= 1)
+    assert(second.stats.bytesReused > second.stats.bytesUploaded)
+    Thread.sleep(100) // the upload thread records the confirmation right after the manifest
+    // The next version rebases onto the confirmed snapshot: one changelog to replay.
+    val third = commitVersions(p, 3 to 3)((_, s) => s.put(key("third", 0), value(0))).head
+    val m = dir.readVersionManifest(3)
+    assert(m.snapshot.map(_.version).contains(2L) && m.changelogs.map(_.version) == Seq(3L))
+    assert(metric(third, "rockstateSnapshotsCompleted") == 1) // snapshot 2, reported once
+    assert(metric(third, "rockstateBytesReused") == second.stats.bytesReused)
+    val elsewhere = provider(executor = 1).getReadStore(3).asInstanceOf[StateStore]
+    assert(metric(elsewhere, "rockstateChangelogsReplayed") == 1)
+  }
+
+  test("the commit path writes bytes proportional to the change, not to the state") {
+    // The same 1k changes per batch, against 1k and against 1M keys in state; a snapshot is
+    // due every 2 versions, so the big state is also snapshotted, off the commit path.
+    // Uncompressed, so the bytes are the records' and not how well their keys compress.
+    def commitBytes(stateKeys: Int, location: File): Seq[Long] = {
+      val p = provider(checkpoint = location, extra = Map(RockstateConf.SnapshotInterval -> "2",
+        RockstateConf.ChangelogCompression -> "none"))
+      commitVersions(p, 1 to 1)((_, s) => (1 to stateKeys).foreach(i => s.put(key("k", i), value(i))))
+      commitVersions(p, 2 to 5) { (v, s) =>
+        (1 to 1000).foreach(i => s.put(key("k", i * (stateKeys / 1000)), value(v)))
+      }.map { s =>
+        assert(metric(s, "rockstateChangelogRecords") == 1000)
+        metric(s, "rockstateCommitBytes")
+      }
+    }
+    val small = commitBytes(1000, new File(root, "small"))
+    val big = commitBytes(1000000, new File(root, "big"))
+    assert(small.forall(_ < 1000 * 64), s"bytes per batch: $small")
+    big.zip(small).foreach { case (b, s) =>
+      assert(b <= s * 1.05 + 512, s"1M-key state wrote $b bytes per batch, 1k-key state $s")
+    }
+    awaitSnapshot(2, remote(new File(root, "big")))
+  }
+
+  test("re-running a batch replaces its version and never touches the one before") {
+    val p = provider()
+    val s1 = p.getStore(0)
+    s1.put(key("a", 1), value(1))
+    s1.commit()
+    val first = p.getStore(1)
+    first.put(key("first-attempt", 1), value(1))
+    first.commit()
+    // The batch runs again (task retry, restarted query) from the same version, on a new
+    // executor: its commit lands as the version, the version before stays as it was.
+    val again = provider().getStore(1)
+    again.put(key("second-attempt", 1), value(2))
+    again.commit()
+    assert(contents(provider().getReadStore(1)) == Map(("a", 1) -> 1L))
+    assert(contents(provider().getReadStore(2)) == Map(("a", 1) -> 1L, ("second-attempt", 1) -> 2L))
+  }
+
+  test("prefix scan returns exactly the keys with that prefix") {
+    val p = provider(PrefixKeyScanStateEncoderSpec(keySchema, 1))
+    val s = p.getStore(0)
+    Seq("a" -> 1, "a" -> 2, "ab" -> 1, "b" -> 1).foreach { case (k, n) => s.put(key(k, n), value(n)) }
+    val prefix = UnsafeProjection.create(StructType(keySchema.take(1)))
+      .apply(InternalRow(UTF8String.fromString("a"))).copy()
+    assert(s.prefixScan(prefix).map(r => keyOf(r.key)).toSet == Set("a" -> 1, "a" -> 2))
+  }
+
+  test("range scan and deleteRange follow the ordering Spark expects for timers") {
+    val tsSchema = StructType(Seq(StructField("ts", LongType), StructField("k", StringType)))
+    def tsKey(ts: Long, k: String) =
+      UnsafeProjection.create(tsSchema).apply(InternalRow(ts, UTF8String.fromString(k))).copy()
+    val p = new RockstateStateStoreProvider
+    p.init(StateStoreId(new File(root, "checkpoint").getAbsolutePath, 1, 0), tsSchema, valueSchema,
+      RangeKeyScanStateEncoderSpec(tsSchema, Seq(0)), false,
+      new StateStoreConf(new org.apache.spark.sql.internal.SQLConf, Map.empty),
+      new Configuration(), false, None)
+    open += p
+    val s = p.getStore(0)
+    Seq(-5L, 100L, 3L, 0L, 42L, -100L).foreach(ts => s.put(tsKey(ts, s"t$ts"), value(ts)))
+    assert(s.iterator().map(_.key.getLong(0)).toSeq == Seq(-100L, -5L, 0L, 3L, 42L, 100L))
+    val window = s.rangeScan(Some(tsKey(0, "")), Some(tsKey(50, ""))).map(_.key.getLong(0)).toSeq
+    assert(window == Seq(0L, 3L, 42L))
+    s.deleteRange(tsKey(-5, ""), tsKey(42, ""))
+    assert(s.iterator().map(_.key.getLong(0)).toSeq == Seq(-100L, 42L, 100L))
+    assert(s.metrics.numKeys == 3)
+  }
+
+  test("column families: create, multi-value, list, remove, and survive a reload") {
+    val p = provider(useColumnFamilies = true)
+    val s = p.getStore(0)
+    s.createColFamilyIfAbsent("list", keySchema, valueSchema,
+      NoPrefixKeyStateEncoderSpec(keySchema), useMultipleValuesPerKey = true)
+    s.createColFamilyIfAbsent("other", keySchema, valueSchema,
+      NoPrefixKeyStateEncoderSpec(keySchema))
+    s.put(key("x", 1), value(1))
+    s.putList(key("x", 1), Array(value(1), value(2)), "list")
+    s.merge(key("x", 1), value(3), "list")
+    s.mergeList(key("x", 1), Array(value(4), value(5)), "list")
+    s.put(key("x", 1), value(7), "other")
+    assert(s.valuesIterator(key("x", 1), "list").map(_.getLong(0)).toSeq == Seq(1L, 2L, 3L, 4L, 5L))
+    assert(s.iterator("other").map(_.value.getLong(0)).toSeq == Seq(7L))
+    assert(s.iterator().map(_.value.getLong(0)).toSeq == Seq(1L)) // families do not mix
+    assert(s.allColumnFamilyNames == Set("default", "list", "other"))
+    s.commit()
+
+    val fresh = provider(useColumnFamilies = true)
+    val r = fresh.getStore(1)
+    r.createColFamilyIfAbsent("list", keySchema, valueSchema,
+      NoPrefixKeyStateEncoderSpec(keySchema), useMultipleValuesPerKey = true)
+    r.createColFamilyIfAbsent("other", keySchema, valueSchema,
+      NoPrefixKeyStateEncoderSpec(keySchema))
+    assert(r.iteratorWithMultiValues("list").map(_.value.getLong(0)).toSeq == Seq(1L, 2L, 3L, 4L, 5L))
+    assert(r.removeColFamilyIfExists("other"))
+    assert(!r.removeColFamilyIfExists("other"))
+    assert(r.allColumnFamilyNames == Set("default", "list"))
+    assert(r.metrics.numKeys == 2)
+    r.commit()
+    assert(provider(useColumnFamilies = true).getReadStore(2).allColumnFamilyNames ==
+      Set("default", "list"))
+  }
+
+  test("a damaged SST fails the load with the file and the version named") {
+    val p = provider(extra = snapshotEveryVersion)
+    commitVersions(p, 1 to 1)((_, s) => (1 to 1000).foreach(i => s.put(key(s"k$i", i), value(i))))
+    awaitSnapshot(1)
+    assert(p.db.awaitUploads(60000)) // the confirmation is recorded right after the manifest
+    commitVersions(p, 2 to 2)((_, s) => s.put(key("x", 0), value(0)))
+    val base = remote().readVersionManifest(2).snapshot
+    assert(base.map(_.version).contains(1L))
+    val used = remote().readSnapshotManifest(base.get.path, "test").files.find(_.kind == "sst").get
+    val sst = new File(storeDir, used.path)
+    val raf = new RandomAccessFile(sst, "rw")
+    try raf.setLength(sst.length() / 2) finally raf.close()
+    val e = intercept[CorruptCheckpointException](provider(executor = 1).getReadStore(2))
+    assert(e.getMessage.contains(sst.getName) && e.getMessage.contains("version 2"))
+  }
+
+  test("a missing, truncated or altered version file is an error, never a shorter history") {
+    val p = provider()
+    commitVersions(p, 1 to 3)((v, s) => s.put(key("a", v), value(v)))
+    val files = new File(storeDir, "versions").listFiles().filter(_.getName.endsWith(".rsv"))
+      .sortBy(_.getName)
+    assert(files.length == 3)
+    val raf = new RandomAccessFile(files(2), "rw")
+    try raf.setLength(files(2).length() - 3) finally raf.close()
+    val truncated = intercept[CorruptCheckpointException](provider(executor = 1).getReadStore(3))
+    assert(truncated.getMessage.contains(files(2).getName) &&
+      truncated.getMessage.contains("trailer"))
+    // One flipped bit in the middle of version 2's file: its CRC32 no longer matches.
+    val bytes = FileUtils.readFileToByteArray(files(1))
+    bytes(bytes.length / 2) = (bytes(bytes.length / 2) ^ 1).toByte
+    FileUtils.writeByteArrayToFile(files(1), bytes)
+    val altered = intercept[CorruptCheckpointException](provider(executor = 2).getReadStore(2))
+    assert(altered.getMessage.contains(files(1).getName) && altered.getMessage.contains("CRC32"))
+    // Version 1's file gone: version 1 does not exist, and version 2's lineage lacks a link.
+    files(0).delete()
+    val gone = intercept[CorruptCheckpointException](provider(executor = 3).getReadStore(1))
+    assert(gone.getMessage.contains("version 1") && gone.getMessage.contains("no version file"))
+    FileUtils.writeByteArrayToFile(files(1), bytes.updated(bytes.length / 2,
+      (bytes(bytes.length / 2) ^ 1).toByte)) // version 2 repaired
+    val missing = intercept[CorruptCheckpointException](provider(executor = 4).getReadStore(2))
+    assert(missing.getMessage.contains(files(0).getName) && missing.getMessage.contains("missing"))
+  }
+
+  test("changelog files replay every record in order, in both codecs, and detect truncation") {
+    Seq("none", "zstd").foreach { codec =>
+      val file = new File(root, s"log-$codec")
+      val w = new Changelog.Writer(file, codec)
+      w.put(Array[Byte](1), Array[Byte](10))
+      w.merge(Array[Byte](1), Array[Byte](11))
+      w.delete(Array[Byte](2))
+      w.deleteRange(Array[Byte](3), Array[Byte](4))
+      w.finish()
+      val seen = scala.collection.mutable.Buffer.empty[String]
+      val n = Changelog.replay(file, file.getName, new Changelog.Target {
+        def put(k: Array[Byte], v: Array[Byte]): Unit = seen += s"put ${k.head} ${v.head}"
+        def merge(k: Array[Byte], v: Array[Byte]): Unit = seen += s"merge ${k.head} ${v.head}"
+        def delete(k: Array[Byte]): Unit = seen += s"delete ${k.head}"
+        def deleteRange(b: Array[Byte], e: Array[Byte]): Unit = seen += s"range ${b.head} ${e.head}"
+      })
+      assert(n == 4 && seen == Seq("put 1 10", "merge 1 11", "delete 2", "range 3 4"))
+      val raf = new RandomAccessFile(file, "rw")
+      try raf.setLength(file.length() - 4) finally raf.close()
+      val e = intercept[CorruptCheckpointException](
+        Changelog.replay(file, file.getName, new Changelog.Target {
+          def put(k: Array[Byte], v: Array[Byte]): Unit = ()
+          def merge(k: Array[Byte], v: Array[Byte]): Unit = ()
+          def delete(k: Array[Byte]): Unit = ()
+          def deleteRange(b: Array[Byte], e: Array[Byte]): Unit = ()
+        }))
+      assert(e.getMessage.contains(file.getName), codec)
+    }
+  }
+
+  test("a missing version file is an error, never empty state") {
+    val p = provider()
+    val s = p.getStore(0)
+    s.put(key("a", 1), value(1))
+    s.commit()
+    new File(storeDir, "versions").listFiles().foreach(_.delete())
+    val e = intercept[CorruptCheckpointException](provider().getReadStore(1))
+    assert(e.getMessage.contains("version 1") && e.getMessage.contains("no version file"))
+  }
+
+  test("retention: every file is referenced by a retained version, and every one loads") {
+    val graceMs = 2000L
+    val p = provider(extra = Map(RockstateConf.OrphanFileGraceMs -> graceMs.toString,
+      RockstateConf.SnapshotInterval -> "2"))
+    def batch(v: Int): Unit = {
+      commitVersions(p, v to v)((_, s) => (1 to 200).foreach(i => s.put(key(s"k${i % 50}", v), value(i))))
+      assert(p.db.awaitUploads(60000))
+      p.doCleanupMaintenance() // as Spark's maintenance thread would, between batches
+    }
+    (1 to 19).foreach(batch)
+    // A crashed upload's file: no manifest names it; kept within the grace period (it could
+    // be an upload under way), collected once the store's commits are past the grace.
+    val crashed = new File(storeDir, "sst/000999-crashed.sst")
+    FileUtils.writeStringToFile(crashed, "x", "UTF-8")
+    p.doCleanupMaintenance()
+    assert(crashed.exists())
+    Thread.sleep(graceMs + 100)
+    p.doCleanupMaintenance()
+    assert(crashed.exists(), "storage time moves with the store's manifests, not the clock")
+    batch(20)
+    assert(!crashed.exists())
+    val dir = remote()
+    // Past the 3 retained, only versions whose changes a retained lineage replays stay.
+    val listed = dir.listVersions()
+    assert(listed.takeRight(3) == Seq(18L, 19L, 20L), listed)
+    assert(heldByLineage(dir, listed.dropRight(3)), listed)
+    val report = StoreAudit.audit(dir, listed, p.conf)
+    assert(report.ok, report.toString)
+    Seq(18L, 19L, 20L).foreach(v =>
+      assert(contents(provider(executor = 1).getReadStore(v)).size == 50 * v.toInt))
+    // Snapshots every 2 versions (18 and 20); 16 stays, version 18 is rebuilt from it.
+    assert(dir.listSnapshots().map(_._2) == Seq(16L, 18L, 20L), dir.listSnapshots().toString)
+  }
+
+  test("cleanup keeps a retained completed checkpoint's version and snapshot past retention") {
+    io.rockstate.checkpoint.CheckpointPins.clear()
+    val p = provider(extra = Map(RockstateConf.SnapshotInterval -> "2",
+      RockstateConf.OrphanFileGraceMs -> "0"))
+    def batch(v: Int): Unit = {
+      commitVersions(p, v to v)((_, s) => (1 to 200).foreach(i => s.put(key(s"k${i % 50}", v), value(i))))
+      assert(p.db.awaitUploads(60000))
+      Thread.sleep(5) // no grace: everything unreferenced is fair game
+      p.doCleanupMaintenance()
+    }
+    (1 to 4).foreach(batch)
+    // The driver completed checkpoint 4: its metadata is what executors' cleanup lists.
+    val metadata = new File(root, "rockstate/checkpoints/4/_metadata")
+    metadata.getParentFile.mkdirs()
+    FileUtils.writeStringToFile(metadata, "{}", "UTF-8")
+    io.rockstate.checkpoint.CheckpointPins.clear() // as a refresh would
+    (5 to 12).foreach(batch)
+    val dir = remote()
+    val listed = dir.listVersions()
+    assert(Seq(4L, 10L, 11L, 12L).forall(listed.contains), listed)
+    assert(heldByLineage(dir, listed.filterNot(Seq(4L, 10L, 11L, 12L).contains)), listed)
+    assert(dir.listSnapshots().map(_._2).contains(4L), dir.listSnapshots().toString)
+    assert(StoreAudit.audit(dir, listed, p.conf).ok)
+    assert(contents(provider(executor = 1).getReadStore(4)).size == 200)
+    // Once the checkpoint is dropped from retention, so are its version and snapshot.
+    FileUtils.deleteDirectory(metadata.getParentFile)
+    io.rockstate.checkpoint.CheckpointPins.clear()
+    batch(13)
+    assert(dir.listVersions().takeRight(3) == Seq(11L, 12L, 13L))
+    assert(!dir.listVersions().contains(4L))
+    assert(!dir.listSnapshots().map(_._2).contains(4L), dir.listSnapshots().toString)
+  }
+
+  test("the checkpoint timeout must fit in half the orphan grace") {
+    val conf = Map(RockstateConf.OrphanFileGraceMs -> "10000")
+    assert(RockstateConf.from(conf, 3).checkpointTimeoutMs == 5000) // unset: lowered
+    val e = intercept[IllegalArgumentException](
+      RockstateConf.from(conf + (RockstateConf.CheckpointTimeoutMs -> "6000"), 3))
+    assert(e.getMessage.contains(RockstateConf.CheckpointTimeoutMs) &&
+      e.getMessage.contains(RockstateConf.OrphanFileGraceMs))
+  }
+
+  test("a snapshot is referenced only once its upload is confirmed") {
+    val p = provider(extra = Map(RockstateConf.SnapshotInterval -> "2",
+      RockstateConf.TestUploadDelayMs -> "400", "spark.sql.streaming.minBatchesToRetain" -> "10"))
+    commitVersions(p, 1 to 3)((v, s) => (1 to 100).foreach(i => s.put(key(s"k$i", v), value(v))))
+    val dir = remote()
+    // Snapshot 2 is still uploading: version 3 rebuilds from the changelogs alone.
+    assert(dir.readVersionManifest(3).snapshot.isEmpty)
+    assert(dir.readVersionManifest(3).changelogs.map(_.version) == Seq(1L, 2L, 3L))
+    awaitSnapshot(2)
+    Thread.sleep(100) // the upload thread records the confirmation right after the manifest
+    commitVersions(p, 4 to 4)((_, s) => s.put(key("x", 4), value(4)))
+    val m = dir.readVersionManifest(4)
+    assert(m.snapshot.map(_.version).contains(2L) && m.changelogs.map(_.version) == Seq(3L, 4L))
+    assert(contents(provider(executor = 1).getReadStore(4)).size == 301)
+  }
+
+  test("a format 1 manifest (a full snapshot listing its files) still loads and builds on") {
+    val p = provider(extra = snapshotEveryVersion)
+    commitVersions(p, 1 to 1)((_, s) => (1 to 100).foreach(i => s.put(key(s"k$i", 1), value(i))))
+    awaitSnapshot(1)
+    val dir = remote()
+    val snap = dir.readSnapshotManifest(dir.listSnapshots().head._1, "test")
+    // What rockstate 0.1 wrote for version 1: the snapshot's files in the version manifest,
+    // RocksDB's small files one by one (format 3 packs them into the snapshot manifest).
+    val metaDir = new File(storeDir, "meta/1-legacy")
+    Files.createDirectories(metaDir.toPath)
+    MetaPack.unpackInline(snap.metaPack.get, metaDir, "test")
+    val metaFiles = metaDir.listFiles().toSeq.map { f =>
+      val crc = new java.util.zip.CRC32()
+      crc.update(Files.readAllBytes(f.toPath))
+      StateFile(f.getName, s"meta/1-legacy/${f.getName}", f.length, crc.getValue, "meta")
+    }
+    val legacy = Map("formatVersion" -> 1, "version" -> 1, "operatorId" -> 0, "partitionId" -> 0,
+      "storeName" -> "default", "numKeys" -> 100, "useColumnFamilies" -> false,
+      "columnFamilies" -> snap.columnFamilies, "files" -> (snap.files ++ metaFiles),
+      "stats" -> snap.stats, "createdAtMs" -> 0L, "writer" -> "rockstate-jvm")
+    FileUtils.writeByteArrayToFile(new File(storeDir, "manifests/1.json"),
+      VersionManifest.toJson(legacy))
+    new File(storeDir, "manifests/.1.json.crc").delete() // Hadoop's checksum of the old bytes
+    FileUtils.deleteDirectory(new File(storeDir, "snapshots"))
+    FileUtils.deleteDirectory(new File(storeDir, "versions"))
+    val moved = provider(executor = 1)
+    assert(contents(moved.getReadStore(1)).size == 100)
+    commitVersions(moved, 2 to 2)((_, s) => s.put(key("new", 2), value(2)))
+    val m = dir.readVersionManifest(2)
+    assert(m.formatVersion == VersionManifest.FormatVersion &&
+      m.snapshot.map(_.version).contains(1L))
+    assert(contents(provider(executor = 2).getReadStore(2)).size == 101)
+  }
+
+  test("checkpoint ids (format 2): each commit gets its own id, and a load takes exactly it") {
+    val p = provider()
+    val first = p.getStore(0, None)
+    first.put(key("a", 1), value(1))
+    first.commit()
+    val info1 = first.getStateStoreCheckpointInfo()
+    assert(info1.batchVersion == 1 && info1.baseStateStoreCkptId.isEmpty)
+    val id1 = info1.stateStoreCkptId.get
+    // Two attempts of version 2 built on id1 (a retry, a zombie): each its own id and state.
+    val a = p.getStore(1, Some(id1))
+    a.put(key("a", 2), value(20))
+    a.commit()
+    val infoA = a.getStateStoreCheckpointInfo()
+    val b = p.getStore(1, Some(id1))
+    b.put(key("b", 2), value(21))
+    b.commit()
+    val infoB = b.getStateStoreCheckpointInfo()
+    assert(infoA.baseStateStoreCkptId.contains(id1) && infoB.baseStateStoreCkptId.contains(id1))
+    assert(infoA.stateStoreCkptId != infoB.stateStoreCkptId)
+    assert(remote().listVersionEntries(Some(2L)).size == 2)
+    // Whichever attempt the driver recorded is the one loaded, on this instance or elsewhere.
+    val elsewhere = provider(executor = 1)
+    assert(contents(elsewhere.getReadStore(2, infoA.stateStoreCkptId)) ==
+      Map(("a", 1) -> 1L, ("a", 2) -> 20L))
+    assert(contents(elsewhere.getReadStore(2, infoB.stateStoreCkptId)) ==
+      Map(("a", 1) -> 1L, ("b", 2) -> 21L))
+    assert(contents(p.getReadStore(2, infoA.stateStoreCkptId)) ==
+      Map(("a", 1) -> 1L, ("a", 2) -> 20L))
+    // Built on attempt A: version 3's lineage replays A's changes, never B's.
+    val c = elsewhere.getStore(2, infoA.stateStoreCkptId)
+    c.put(key("c", 3), value(3))
+    c.commit()
+    val id3 = c.getStateStoreCheckpointInfo().stateStoreCkptId
+    assert(contents(provider(executor = 2).getReadStore(3, id3)).keySet ==
+      Set(("a", 1), ("a", 2), ("c", 3)))
+    val e = intercept[CorruptCheckpointException](
+      provider(executor = 3).getReadStore(2, Some("00000000-0000-0000-0000-000000000000")))
+    assert(e.getMessage.contains("version 2") && e.getMessage.contains("no version file"))
+  }
+
+  /** Whether each of `versions` is a link of the lineage of a later version present. */
+  private def heldByLineage(dir: StoreCheckpointDir, versions: Seq[Long]): Boolean = {
+    val links = dir.listVersionEntries().filterNot(e => versions.contains(e.version))
+      .flatMap(e => dir.readEntryManifest(e).changelogs.map(_.version)).toSet
+    versions.forall(links.contains)
+  }
+
+  test("bad settings are refused with the key named") {
+    val e = intercept[IllegalArgumentException](
+      provider(extra = Map(RockstateConf.BlockCacheSizeMB -> "lots")))
+    assert(e.getMessage.contains(RockstateConf.BlockCacheSizeMB))
+  }
+}

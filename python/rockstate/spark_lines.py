@@ -1,0 +1,56 @@
+"""The Spark lines rockstate supports: the one table to extend for a new Spark line.
+
+Spark's state store provider API changes in every minor line, so rockstate's jar is compiled
+per line: the shared sources in ``jvm-shim/src/main/scala`` plus the line's adapter folder
+``jvm-shim/src/spark-<line>/scala``. Adding a line means adding its folder and a row here.
+
+This module imports only the standard library: ``setup.py`` loads it (through
+``rockstate.build``) before rockstate or pyspark can be imported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SparkLine:
+    """One minor line of Spark (``4.0``) and what rockstate does on it."""
+
+    line: str
+    # The pyspark release CI tests this line with.
+    tested: str
+    # Whether Spark lets a provider other than its own RocksDBStateStoreProvider serve
+    # transformWithState (Spark 4.2+ checks the exact class name, SPARK-54117).
+    transform_with_state: bool
+
+    @property
+    def sources(self) -> str:
+        """The line's adapter folder, relative to the repository root."""
+        return f"jvm-shim/src/spark-{self.line}/scala"
+
+
+LINES: tuple[SparkLine, ...] = (
+    SparkLine("4.0", tested="4.0.5", transform_with_state=True),
+    SparkLine("4.1", tested="4.1.4", transform_with_state=True),
+    SparkLine("4.2", tested="4.2.1", transform_with_state=False),
+    SparkLine("4.3", tested="4.3.0", transform_with_state=False),
+)
+
+
+def line_of(version: str) -> str:
+    """``4.0.5`` -> ``4.0``."""
+    parts = version.split(".")
+    return ".".join(parts[:2])
+
+
+def find(version: str) -> SparkLine | None:
+    """The supported line a pyspark version belongs to, or None."""
+    want = line_of(version)
+    return next((s for s in LINES if s.line == want), None)
+
+
+def supported() -> str:
+    """For messages: ``4.0, 4.1, 4.2 and 4.3``."""
+    names = [s.line for s in LINES]
+    return ", ".join(names[:-1]) + " and " + names[-1]
