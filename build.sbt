@@ -46,11 +46,23 @@ lazy val shim = (project in file("jvm-shim"))
   .settings(
     name := "rockstate-shim",
     Compile / unmanagedJars ++= sparkJars.map(Attributed.blank),
-    Compile / unmanagedSourceDirectories += {
-      val dir = baseDirectory.value / "src" / s"spark-$sparkLine" / "scala"
-      if (!dir.isDirectory) sys.error(s"rockstate: Spark $sparkLine ($sparkVersion) has no " +
-        s"adapter folder $dir; supported lines are in python/rockstate/spark_lines.py")
-      dir
+    // The line's own folder and every shared spark-<from>+ folder at or below it (the rule
+    // python/rockstate/spark_lines.py's adapter_folders applies for pip's build).
+    Compile / unmanagedSourceDirectories ++= {
+      val src = baseDirectory.value / "src"
+      val own = src / s"spark-$sparkLine" / "scala"
+      if (!own.isDirectory) sys.error(s"rockstate: Spark $sparkLine ($sparkVersion) has no " +
+        s"adapter folder $own; supported lines are in python/rockstate/spark_lines.py")
+      def numbers(line: String): (Int, Int) = {
+        val Array(major, minor) = line.split('.').map(_.toInt)
+        (major, minor)
+      }
+      val shared = Option(src.listFiles()).toSeq.flatten.map(_.getName)
+        .filter(n => n.startsWith("spark-") && n.endsWith("+"))
+        .map(n => (numbers(n.stripPrefix("spark-").stripSuffix("+")), n))
+        .filter { case (from, _) => Ordering[(Int, Int)].lteq(from, numbers(sparkLine)) }
+        .sortBy(_._1).map { case (_, n) => src / n / "scala" }
+      own +: shared
     },
     Compile / packageBin / packageOptions += Package.ManifestAttributes(
       "Rockstate-Spark-Line" -> sparkLine, "Rockstate-Pyspark-Version" -> sparkVersion),

@@ -53,7 +53,15 @@ def test_build_compiles_the_shim_with_the_wheels_scala_compiler(tmp_path: Path):
 
 def test_every_supported_line_has_an_adapter_folder_and_nothing_else_does():
     folders = {p.name for p in (REPO / "jvm-shim" / "src").glob("spark-*")}
-    assert folders == {f"spark-{s.line}" for s in spark_lines.LINES}
+    own = {f"spark-{s.line}" for s in spark_lines.LINES}
+    shared = folders - own
+    assert own <= folders
+    # Every other folder is code shared from a supported line on ("spark-4.1+").
+    assert {f.removesuffix("+") for f in shared} <= own, shared
+    assert all(f.endswith("+") for f in shared), shared
+    assert spark_lines.find("4.3").adapter_folders(folders) == [
+        "spark-4.3", "spark-4.1+", "spark-4.2+"]
+    assert spark_lines.find("4.0").adapter_folders(folders) == ["spark-4.0"]
     assert spark_lines.find("4.0.5").line == "4.0"
     assert spark_lines.find("3.5.1") is None
     assert spark_lines.find("4.4.0") is None
@@ -221,9 +229,9 @@ def test_only_the_adapter_package_touches_sparks_internal_classes():
                        if package not in adapter for f in files
                        if SPARK_INTERNALS.search(f.read_text()))
     assert offenders == []
-    for s in spark_lines.LINES:
-        per_line = REPO / s.sources
-        assert {p.parts[-2] for p in per_line.rglob("*.scala")} <= {"line", "state"}, s.line
+    for folder in (REPO / "jvm-shim" / "src").glob("spark-*"):
+        packages = {p.parts[-2] for p in folder.rglob("*.scala")}
+        assert packages and packages <= {"line", "state"}, folder.name
 
 
 def test_jvm_packages_have_no_import_cycles():

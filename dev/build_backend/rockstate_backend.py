@@ -2,30 +2,35 @@
 
 rockstate's jar is compiled against the pyspark of the environment being installed into (see
 python/rockstate/build.py). Only when that environment has no pyspark yet does the build
-environment need one of its own, for its Scala compiler and jars: the newest supported line,
+environment need one of its own, for its Scala compiler and jars: the newest supported line's,
 which is also what pip will then install beside rockstate.
 """
 
 from __future__ import annotations
 
-import sysconfig
+import importlib.util
+import sys
 from pathlib import Path
 
 from setuptools import build_meta as _setuptools
 from setuptools.build_meta import *  # noqa: F403 (the backend's hooks, as setuptools has them)
 
-NEWEST = "pyspark==4.3.0"
 
-
-def _target_has_pyspark() -> bool:
-    return any(
-        (Path(sysconfig.get_paths()[key]) / "pyspark" / "jars").is_dir()
-        for key in ("purelib", "platlib")
-    )
+def _build_module():
+    # By path: the package is not installed while it is being built (setup.py does the same).
+    path = Path(__file__).resolve().parents[2] / "python" / "rockstate" / "build.py"
+    spec = importlib.util.spec_from_file_location("rockstate_build", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["rockstate_build"] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def _pyspark() -> list[str]:
-    return [] if _target_has_pyspark() else [NEWEST]
+    build = _build_module()
+    if build.target_pyspark() is not None:
+        return []
+    return [f"pyspark=={build.spark_lines.LINES[-1].tested}"]
 
 
 def get_requires_for_build_wheel(config_settings=None):

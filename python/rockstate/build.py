@@ -115,10 +115,7 @@ def find_pyspark() -> tuple[str, Path]:
         )
     version = pyspark_version(root)
     if spark_lines.find(version) is None:
-        raise BuildError(
-            f"rockstate: pyspark {version} is installed; rockstate supports Spark "
-            f"{spark_lines.supported()}. Install one of them, e.g. `pip install 'pyspark==4.3.*'`."
-        )
+        raise BuildError(spark_lines.unsupported(version))
     jars = root / "jars"
     if not jars.is_dir():
         raise BuildError(f"rockstate: pyspark at {root} has no jars/ folder; reinstall pyspark.")
@@ -160,9 +157,11 @@ def source_root() -> Path:
 
 
 def line_sources(root: Path, line: str) -> list[Path]:
-    """The folders compiled for a Spark line: the shared sources and the line's adapter."""
-    spec = next(s for s in spark_lines.LINES if s.line == line)
-    folders = [root / "jvm-shim" / "src" / "main" / "scala", root / spec.sources]
+    """The folders compiled for a Spark line: the shared sources and the line's adapters."""
+    src = root / "jvm-shim" / "src"
+    present = [p.name for p in src.iterdir()] if src.is_dir() else []
+    folders = [src / "main" / "scala"] + [
+        src / name / "scala" for name in spark_lines.find(line).adapter_folders(present)]
     for f in folders:
         if not f.is_dir():
             raise BuildError(f"rockstate: {f} is missing; the sources for Spark {line} are "

@@ -27,10 +27,7 @@ def installed_pyspark() -> str:
 
     version = pyspark.__version__
     if spark_lines.find(version) is None:
-        raise RockstateSetupError(
-            f"rockstate: pyspark {version} is installed; rockstate supports Spark "
-            f"{spark_lines.supported()}. Install one of them, e.g. `pip install 'pyspark==4.3.*'`."
-        )
+        raise RockstateSetupError(spark_lines.unsupported(version))
     return version
 
 
@@ -73,17 +70,12 @@ def jar_path() -> Path:
         return Path(override).resolve()
     jar = JARS_DIR / JAR_NAME
     info_file = JARS_DIR / BUILD_INFO
+    built_for = None
     if jar.is_file() and info_file.is_file():
-        info = json.loads(info_file.read_text())
-        if spark_lines.line_of(info["pyspark_version"]) == line:
+        built_for = json.loads(info_file.read_text())["pyspark_version"]
+        if spark_lines.line_of(built_for) == line:
             return jar
-        return _built_on_first_use(version, built_for=info["pyspark_version"])
-    if (PACKAGE_DIR / PACKAGED_SOURCES).is_dir():
-        return _built_on_first_use(version, built_for=None)
-    raise RockstateSetupError(
-        f"rockstate: the JVM shim jar is missing ({jar}); build it with "
-        "`python -m rockstate.build` (needs Java 17+) or reinstall rockstate."
-    )
+    return _built_on_first_use(version, built_for)
 
 
 def cache_dir() -> Path:
@@ -101,8 +93,14 @@ def _sources_digest(root: Path) -> str:
 
 
 def _built_on_first_use(version: str, built_for: str | None) -> Path:
-    """The jar for pyspark `version`, compiled from the packaged sources once and cached."""
+    """The jar for pyspark `version`, compiled from the packaged sources once and cached.
+    `built_for`: the pyspark the installed jar is for, None when there is no jar."""
     sources = PACKAGE_DIR / PACKAGED_SOURCES
+    if not sources.is_dir() and built_for is None:
+        raise RockstateSetupError(
+            f"rockstate: the JVM shim jar is missing ({JARS_DIR / JAR_NAME}); build it with "
+            "`python -m rockstate.build` (needs Java 17+) or reinstall rockstate."
+        )
     if not sources.is_dir():
         raise RockstateSetupError(
             f"rockstate: the jar was built for pyspark {built_for} but pyspark {version} is "

@@ -1,8 +1,10 @@
 """The Spark lines rockstate supports: the one table to extend for a new Spark line.
 
 Spark's state store provider API changes in every minor line, so rockstate's jar is compiled
-per line: the shared sources in ``jvm-shim/src/main/scala`` plus the line's adapter folder
-``jvm-shim/src/spark-<line>/scala``. Adding a line means adding its folder and a row here.
+per line: the shared sources in ``jvm-shim/src/main/scala``, the line's adapter folder
+``jvm-shim/src/spark-<line>/scala``, and every ``jvm-shim/src/spark-<from>+/scala`` folder with
+``from`` at or below the line (code several lines share, written once). Adding a line means
+adding its folder and a row here.
 
 This module imports only the standard library: ``setup.py`` loads it (through
 ``rockstate.build``) before rockstate or pyspark can be imported.
@@ -10,6 +12,7 @@ This module imports only the standard library: ``setup.py`` loads it (through
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -24,10 +27,19 @@ class SparkLine:
     # transformWithState (Spark 4.2+ checks the exact class name, SPARK-54117).
     transform_with_state: bool
 
-    @property
-    def sources(self) -> str:
-        """The line's adapter folder, relative to the repository root."""
-        return f"jvm-shim/src/spark-{self.line}/scala"
+    def adapter_folders(self, present: Iterable[str]) -> list[str]:
+        """The adapter folders (names under ``jvm-shim/src``) this line compiles, of those
+        ``present``: its own, then each shared ``spark-<from>+`` folder it is at or past."""
+        shared = sorted(
+            (name for name in present
+             if name.startswith("spark-") and name.endswith("+")
+             and _numbers(name[len("spark-"):-1]) <= _numbers(self.line)),
+            key=lambda name: _numbers(name[len("spark-"):-1]))
+        return [f"spark-{self.line}", *shared]
+
+
+def _numbers(line: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in line.split("."))
 
 
 LINES: tuple[SparkLine, ...] = (
@@ -48,6 +60,12 @@ def find(version: str) -> SparkLine | None:
     """The supported line a pyspark version belongs to, or None."""
     want = line_of(version)
     return next((s for s in LINES if s.line == want), None)
+
+
+def unsupported(version: str) -> str:
+    """The error for a pyspark no line of this table covers."""
+    return (f"rockstate: pyspark {version} is installed; rockstate supports Spark {supported()}. "
+            "Install one of them, e.g. `pip install 'pyspark==4.3.*'`.")
 
 
 def supported() -> str:

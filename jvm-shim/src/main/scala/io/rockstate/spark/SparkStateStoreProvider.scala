@@ -209,7 +209,7 @@ abstract class SparkStateStoreProvider extends StateStoreProvider with Logging {
 
   override def supportedCustomMetrics: Seq[StateStoreCustomMetric] = RockstateMetrics.all
 
-  // ---- used by RockstateStateStore ----
+  // ---- used by SparkStateStore ----
 
   private[spark] def db: VersionedRocksDB = versioned
   private[spark] def storeLock: Object = lock

@@ -8,8 +8,6 @@ import org.apache.spark.sql.types.StructType
 
 /** What differs in Spark 4.1 outside the provider and store signatures. */
 object SparkLine {
-  val Name = "4.1"
-
   val QueryIdProperty: String = StreamExecution.QUERY_ID_KEY
   val RunIdProperty: String = StreamExecution.RUN_ID_KEY
 

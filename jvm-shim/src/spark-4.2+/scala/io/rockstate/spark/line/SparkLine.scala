@@ -6,14 +6,12 @@ import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
 import org.apache.spark.sql.execution.streaming.state.{RockstateSparkBridge, RocksDBDataEncoder, RocksDBStateEncoder, RocksDBValueStateEncoder, StateStore, StateStoreId}
 import org.apache.spark.sql.types.StructType
 
-/** What differs in Spark 4.2 outside the provider and store signatures. */
+/** What differs in Spark 4.2 and 4.3 outside the provider and store signatures. */
 object SparkLine {
-  val Name = "4.2"
-
   val QueryIdProperty: String = StreamExecution.QUERY_ID_KEY
   val RunIdProperty: String = StreamExecution.RUN_ID_KEY
 
-  // The value schema's id (1: the first schema).
+  // The value schema's id (1: the first schema): 4.2 defaults it, 4.3 requires it.
   def valueEncoder(data: RocksDBDataEncoder, valueSchema: StructType,
       multipleValues: Boolean): RocksDBValueStateEncoder =
     RocksDBStateEncoder.getValueEncoder(data, valueSchema, multipleValues, 1)
