@@ -17,7 +17,7 @@ import pytest
 from pyspark.sql import functions as F
 
 import rockstate
-from streams import HDFS, assert_checkpoint_sound, run_stream
+from streams import HDFS, assert_checkpoint_sound, assert_same_outputs, run_stream
 
 pytestmark = pytest.mark.cluster
 
@@ -95,7 +95,7 @@ def _run_with_kill(spark, workdir: Path, name: str, n: int, kill_before: int,
                       name=name, schema=SCHEMA, before_batch=kill_an_executor, confs=confs,
                       checkpoint=checkpoint)
     assert killed, "the executor was not killed"
-    assert mine.outputs == oracle.outputs
+    assert_same_outputs(oracle, mine)
     # Killed uploads leave orphans (collected after the grace period); nothing is missing.
     assert_checkpoint_sound(spark, mine.checkpoint, retained=5, orphans_allowed=True)
     return mine

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from rockstate.errors import CorruptCheckpointError
+from rockstate.errors import CorruptCheckpointError, RockstateError
 from rockstate.format import FORMAT_VERSION
 from rockstate.location import CheckpointLocation
 from rockstate.read import store_entries
@@ -100,3 +100,37 @@ def test_the_attempt_written_last_is_the_version(tmp_path: Path) -> None:
     # the lineage it ends with names the file it was read from.
     m = loc.manifest(store, 4)
     assert m.changelogs[-1].path == f"versions/{other.name}"
+
+
+TWS_FIXTURES = Path(__file__).parent / "fixtures" / "transform-with-state"
+
+
+def _as_lists(value):
+    """Arrow values with structs as lists, as the fixture recorded Spark's rows."""
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list | tuple):
+        return [_as_lists(v) for v in value]
+    return value
+
+
+@pytest.mark.parametrize("fixture", sorted(p.name for p in TWS_FIXTURES.iterdir()))
+def test_transform_with_state_fixture_reads_as_spark_read_it(fixture: str,
+                                                             tmp_path: Path) -> None:
+    """A rockstate store with column families (transformWithStateInPandas on Spark 4.0: value,
+    list and map state) reads, one state variable at a time, to the rows Spark's `statestore`
+    source read from it when it was written."""
+    from rockstate.read import export, read_state
+
+    expected = json.loads((TWS_FIXTURES / fixture / "expected.json").read_text())
+    ckpt = str(TWS_FIXTURES / fixture / "checkpoint")
+    for var, want in expected["variables"].items():
+        table = read_state(ckpt, state_var=var)
+        columns = [table.column(c).to_pylist() for c in (*want["columns"], "partition_id")]
+        rows = sorted(_as_lists(r) for r in zip(*columns, strict=True))
+        assert want["rows"] and rows == want["rows"], var
+    assert verify(CheckpointLocation(ckpt)).ok
+    with pytest.raises(RockstateError, match="state_var"):
+        read_state(ckpt)
+    written = export(ckpt, str(tmp_path / "export"))
+    assert sorted(p.rsplit("=", 1)[-1] for p in written) == sorted(expected["variables"])

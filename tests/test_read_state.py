@@ -12,10 +12,12 @@ from pathlib import Path
 
 import fsspec
 import pyarrow.dataset as ds
+import pyspark
 import pytest
 from pyspark.sql import functions as F
 
 import rockstate
+from rockstate import spark_lines
 from streams import SPARK_ROCKSDB, run_stream
 
 SCHEMA = "key STRING, value INT, ts TIMESTAMP"
@@ -247,9 +249,16 @@ class _ListAndMapProcessor:
         return Processor()
 
 
-def test_transform_with_state_in_pandas_on_spark_rocksdb_reads_like_spark(spark, workdir: Path):
-    # Spark 4.3 runs transformWithState only on its own RocksDB provider: the reader must read
-    # that format, column families (one per state variable) included.
+# Spark 4.2+ runs transformWithState only on its own RocksDB provider; 4.0 and 4.1 run it on
+# rockstate too (rockstate.spark_lines). The reader reads both, one column family (state
+# variable) at a time.
+TWS_PROVIDERS = [SPARK_ROCKSDB] + (
+    [rockstate.PROVIDER_CLASS] if spark_lines.find(pyspark.__version__).transform_with_state
+    else [])
+
+
+@pytest.mark.parametrize("provider", TWS_PROVIDERS, ids=lambda p: p.rsplit(".", 1)[-1])
+def test_transform_with_state_in_pandas_reads_like_spark(spark, workdir: Path, provider: str):
     def build(s):
         return (s.withColumn("word", F.concat(F.lit("w"), (F.col("value") % 3).cast("string")))
                 .groupBy("key")
@@ -257,7 +266,7 @@ def test_transform_with_state_in_pandas_on_spark_rocksdb_reads_like_spark(spark,
                                             outputStructType="key STRING, total LONG",
                                             outputMode="Update", timeMode="None"))
 
-    run = run_stream(spark, SPARK_ROCKSDB, build, _batches(3), workdir=workdir, name="tws",
+    run = run_stream(spark, provider, build, _batches(3), workdir=workdir, name="tws",
                      schema=SCHEMA, confs={
                          "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled":
                          "false"})

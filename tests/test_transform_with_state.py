@@ -62,6 +62,9 @@ def _processor(event_time: bool):
             yield pd.DataFrame({"key": [key[0]], "n": [n], "listed": [0], "buckets": [0],
                                 "fired": [True]})
 
+        def handleInitialState(self, key, initialState, timerValues):
+            self.count.update((int(initialState["n"].iloc[0]),))
+
         def close(self):
             pass
 
@@ -69,25 +72,43 @@ def _processor(event_time: bool):
 
 
 OUTPUT = "key STRING, n LONG, listed LONG, buckets LONG, fired BOOLEAN"
+# Starting counts: for keys the input has, and for one it never has.
+SEEDS = [("a", 100), ("d", 5), ("z", 7)]
 
 
-def _tws(time_mode: str):
-    def build(s):
+def _seeds(s):
+    return s.sparkSession.createDataFrame(SEEDS, "key STRING, n LONG")
+
+
+def _tws(api: str, time_mode: str):
+    """The query: the Python processor above, or its Scala twin (ScalaTally.scala, compiled
+    for this Spark line by conftest) called through py4j with the same streams."""
+    def python(s):
         return (s.withWatermark("ts", "5 minutes").groupBy("key").transformWithStateInPandas(
-            _processor(time_mode == "EventTime"), OUTPUT, "update", time_mode))
-    return build
+            _processor(time_mode == "EventTime"), OUTPUT, "update", time_mode,
+            initialState=_seeds(s).groupBy("key")))
+
+    def scala(s):
+        from pyspark.sql import DataFrame
+
+        jvm = s.sparkSession.sparkContext._jvm
+        return DataFrame(jvm.io.rockstate.tws.ScalaTally.apply(
+            s._jdf, _seeds(s)._jdf, time_mode), s.sparkSession)
+    return python if api == "python" else scala
 
 
+@pytest.mark.parametrize("api", ["python", "scala"])
 @pytest.mark.parametrize("time_mode", ["EventTime", "ProcessingTime"])
-def test_transform_with_state_in_pandas(spark, workdir: Path, time_mode: str):
+def test_transform_with_state(spark, workdir: Path, api: str, time_mode: str):
+    name = f"tws-{api}-{time_mode}"
     if not LINE.transform_with_state:
         # Spark 4.2+ runs transformWithState only on its own RocksDB provider (SPARK-54117).
         with pytest.raises(Exception, match="STORE_BACKEND_NOT_SUPPORTED_FOR_TWS"):
-            run_stream(spark, rockstate.PROVIDER_CLASS, _tws(time_mode), BATCHES[:1],
-                       workdir=workdir, name=f"tws-refused-{time_mode}", schema=SCHEMA)
+            run_stream(spark, rockstate.PROVIDER_CLASS, _tws(api, time_mode), BATCHES[:1],
+                       workdir=workdir, name=f"{name}-refused", schema=SCHEMA)
         return
     _, mine = assert_same_as_oracle(
-        spark, _tws(time_mode), BATCHES, workdir=workdir, name=f"tws-{time_mode}",
+        spark, _tws(api, time_mode), BATCHES, workdir=workdir, name=name,
         schema=SCHEMA, oracle_provider=SPARK_ROCKSDB,
         # In processing time Spark runs a batch whenever idle (timers may be due), so the
         # query would never be caught up: only batches with data here.
@@ -95,7 +116,10 @@ def test_transform_with_state_in_pandas(spark, workdir: Path, time_mode: str):
             "spark.sql.streaming.noDataMicroBatches.enabled": "false"},
         state_options=[{"stateVarName": "count"}, {"stateVarName": "seen"},
                        {"stateVarName": "perValue"}])
-    fired = [r for r in mine.all_rows() if r[-1] is True]
+    rows = mine.all_rows()
+    # "a" starts at 100 and comes twice in the first batch.
+    assert ("a", 102) in {r[:2] for r in rows}, "the initial state was not applied"
+    fired = [r for r in rows if r[-1] is True]
     if time_mode == "EventTime":
         assert fired, "no timer fired: the case does not cover timers"
     else:

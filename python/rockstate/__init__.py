@@ -5,6 +5,8 @@ rockstate state store provider; ``rockstate.checkpoints(query)`` shows the check
 driver's coordinator completes (``rockstate.show_checkpoints(query)`` keeps them fresh in a
 notebook); ``rockstate.CheckpointLocation`` and ``rockstate.verify`` read and check a checkpoint
 location without Spark, and ``rockstate.report`` draws its history as one HTML page.
+``rockstate.savepoint`` / ``rockstate.restore`` copy a query to a self-contained savepoint and
+start new checkpoints from it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from rockstate.notebook import LiveCheckpoints, show_checkpoints
 from rockstate.offsets import provider_class, recorded_confs
 from rockstate.read import export, read_state
 from rockstate.report import report
+from rockstate.savepoint import Savepoint, read_savepoint, restore, savepoint, stop_with_savepoint
 from rockstate.session import PLUGIN_CLASS, PROVIDER_CLASS, configure, spark_defaults
 from rockstate.verify import verify
 
@@ -40,6 +43,7 @@ __all__ = [
     "QueryCheckpoints",
     "RockstateError",
     "RockstateSetupError",
+    "Savepoint",
     "StoreAck",
     "checkpoints",
     "configure",
@@ -47,10 +51,14 @@ __all__ = [
     "jar_path",
     "on_checkpoint_complete",
     "provider_class",
+    "read_savepoint",
     "read_state",
     "recorded_confs",
     "report",
+    "restore",
+    "savepoint",
     "show_checkpoints",
     "spark_defaults",
+    "stop_with_savepoint",
     "verify",
 ]

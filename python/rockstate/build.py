@@ -174,13 +174,30 @@ def build(out_dir: Path, sources: Path | None = None, quiet: bool = False) -> Pa
     and returns the jar's path. ``sources``: the folder holding ``jvm-shim/src``."""
     tc = toolchain()
     root = sources or source_root()
-    files = sorted(str(p) for d in line_sources(root, tc.line) for p in d.rglob("*.scala"))
+    files = sorted(p for d in line_sources(root, tc.line) for p in d.rglob("*.scala"))
     out_dir.mkdir(parents=True, exist_ok=True)
+    if not quiet:
+        print(f"rockstate: compiling {len(files)} Scala files against pyspark "
+              f"{tc.pyspark_version} (Spark {tc.line})", file=sys.stderr)
+    jar = compile_jar(files, out_dir / JAR_NAME, manifest(tc.line, tc.pyspark_version),
+                      quiet=quiet, toolchain_=tc)
+    info = {"pyspark_version": tc.pyspark_version, "spark_line": tc.line, "scala": "2.13",
+            "jar": JAR_NAME}
+    (out_dir / BUILD_INFO).write_text(json.dumps(info, indent=2) + "\n")
+    return jar
+
+
+def compile_jar(files: list[Path], jar: Path, manifest_text: str,
+                classpath: tuple[Path, ...] = (), quiet: bool = True,
+                toolchain_: Toolchain | None = None) -> Path:
+    """Compiles Scala ``files`` against the installed pyspark's jars (and ``classpath``) into
+    ``jar``, written whole or not at all. The tests compile their Scala fixtures with it too."""
+    tc = toolchain_ or toolchain()
     with tempfile.TemporaryDirectory(prefix="rockstate-build-") as tmp:
         classes = Path(tmp) / "classes"
         classes.mkdir()
         argfile = Path(tmp) / "sources.txt"
-        argfile.write_text("\n".join(files))
+        argfile.write_text("\n".join(str(f) for f in files))
         cmd = [
             tc.java,
             "-Xss8m",
@@ -193,27 +210,20 @@ def build(out_dir: Path, sources: Path | None = None, quiet: bool = False) -> Pa
             "-d",
             str(classes),
             "-classpath",
-            str(tc.jars_dir / "*"),
+            os.pathsep.join([str(tc.jars_dir / "*"), *(str(p) for p in classpath)]),
             f"@{argfile}",
         ]
-        if not quiet:
-            print(f"rockstate: compiling {len(files)} Scala files against pyspark "
-                  f"{tc.pyspark_version} (Spark {tc.line})", file=sys.stderr)
         result = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if result.returncode != 0:
             raise BuildError(
                 "rockstate: the Scala compiler failed:\n" + result.stdout + result.stderr
             )
-        jar = out_dir / JAR_NAME
-        tmp_jar = out_dir / (JAR_NAME + ".tmp")
+        tmp_jar = jar.with_name(jar.name + ".tmp")
         with zipfile.ZipFile(tmp_jar, "w", zipfile.ZIP_DEFLATED) as z:
-            z.writestr("META-INF/MANIFEST.MF", manifest(tc.line, tc.pyspark_version))
+            z.writestr("META-INF/MANIFEST.MF", manifest_text)
             for path in sorted(classes.rglob("*.class")):
                 z.write(path, path.relative_to(classes).as_posix())
         tmp_jar.replace(jar)
-    info = {"pyspark_version": tc.pyspark_version, "spark_line": tc.line, "scala": "2.13",
-            "jar": JAR_NAME}
-    (out_dir / BUILD_INFO).write_text(json.dumps(info, indent=2) + "\n")
     return jar
 
 

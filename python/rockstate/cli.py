@@ -1,5 +1,6 @@
 """The ``rockstate`` command: build the jar, run the demo, print the Spark configuration, and
-inspect, verify, read, export or report on a checkpoint location without Spark."""
+inspect, verify, read, export or report on a checkpoint location without Spark, and take and
+restore savepoints."""
 
 from __future__ import annotations
 
@@ -42,6 +43,17 @@ def main(argv: list[str] | None = None) -> int:
     report.add_argument("location", help="the query's checkpointLocation (path or fsspec URL)")
     report.add_argument("-o", "--output", default="rockstate-report.html",
                         help="the HTML file to write (default: rockstate-report.html)")
+    save = sub.add_parser("savepoint", help="copy a query's checkpoint at its newest committed "
+                                            "batch to a self-contained, checked savepoint")
+    save.add_argument("location", help="the query's checkpointLocation (path or fsspec URL)")
+    save.add_argument("target", help="where to write it (new; path or fsspec URL)")
+    restore = sub.add_parser("restore", help="make a new checkpoint location from a savepoint "
+                                             "(the savepoint is only read)")
+    restore.add_argument("savepoint", help="the savepoint (path or fsspec URL)")
+    restore.add_argument("location", help="the new checkpointLocation to start the query with")
+    restore.add_argument("--keep-query-id", action="store_true",
+                         help="keep the saved query's id (default: a new id, so forks and the "
+                              "original can run side by side)")
     args, rest = parser.parse_known_args(argv)
     try:
         if args.command in ("inspect", "verify"):
@@ -50,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
             return _state_command(args)
         if args.command == "report":
             return _report_command(args)
+        if args.command in ("savepoint", "restore"):
+            return _savepoint_command(args)
         if args.command == "build":
             from rockstate.build import main as build_main
 
@@ -67,15 +81,41 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def _savepoint_command(args: argparse.Namespace) -> int:
+    from rockstate.savepoint import restore, savepoint
+
+    if args.command == "savepoint":
+        sp = savepoint(args.location, args.target)
+        print(f"savepoint of batch {sp.batch_id} (state version {sp.state_version}) written to "
+              f"{sp.url}: {len(sp.files)} files, {sp.bytes} bytes, checked")
+        return 0
+    restore(args.savepoint, args.location, new_query_id=not args.keep_query_id)
+    print(f"{args.location} restored from {args.savepoint}; start the query with it as its "
+          "checkpointLocation")
+    return 0
+
+
 def _checkpoint_command(args: argparse.Namespace) -> int:
     from rockstate.location import CheckpointLocation
+    from rockstate.savepoint import is_savepoint, read_savepoint
 
     location = CheckpointLocation(args.location)
     if args.command == "inspect":
         summary = location.summary()
+        if is_savepoint(location):
+            sp = read_savepoint(location)
+            summary["savepoint"] = {"batchId": sp.batch_id, "stateVersion": sp.state_version,
+                                    "queryId": sp.query_id, "source": sp.source,
+                                    "createdAt": sp.created_at, "files": len(sp.files),
+                                    "bytes": sp.bytes}
         if args.json:
             print(json.dumps(summary, indent=2))
             return 0
+        if "savepoint" in summary:
+            sp_info = summary["savepoint"]
+            print(f"savepoint of batch {sp_info['batchId']} (state version "
+                  f"{sp_info['stateVersion']}), taken {sp_info['createdAt']} from "
+                  f"{sp_info['source']}: {sp_info['files']} files, {sp_info['bytes']} bytes")
         print(f"{summary['location']}: operators {summary['operators']}")
         print(f"{'op':>3} {'part':>4} {'store':<26} {'versions':<14} {'snapshots':<14} "
               f"{'keys':>9}  column families")

@@ -24,7 +24,13 @@ import pyarrow as pa
 
 from rockstate import spark_rocksdb
 from rockstate.errors import CorruptCheckpointError, RockstateError
-from rockstate.format import SnapshotManifest, StateFile, changelog_records, changes_of
+from rockstate.format import (
+    SnapshotManifest,
+    StateFile,
+    VersionManifest,
+    changelog_records,
+    changes_of,
+)
 from rockstate.location import DEFAULT_STORE, CheckpointLocation, StoreRef
 from rockstate.state_schema import family_schemas, v2_schemas
 from rockstate.unsaferow import decode_rows
@@ -80,17 +86,43 @@ def stage_snapshot(loc: CheckpointLocation, store: StoreRef, snapshot: SnapshotM
             "has no RocksDB CURRENT file; it is damaged.")
 
 
-def store_entries(loc: CheckpointLocation, store: StoreRef, version: int) -> dict[bytes, bytes]:
-    """Every key and value of one store at ``version``, as RocksDB holds them."""
-    from rocksdict import AccessType, Rdict
+def family_prefix(family_id: int) -> bytes:
+    """The bytes before every key of a column family in a rockstate store: its id, 2 bytes
+    big-endian (``ColumnFamilyCodec``), so each family is one contiguous key range."""
+    return family_id.to_bytes(2, "big")
+
+
+def store_entries(loc: CheckpointLocation, store: StoreRef, version: int,
+                  family: str | None = None) -> dict[bytes, bytes]:
+    """Every key and value of one store at ``version``, as RocksDB holds them. A store with
+    column families (transformWithState) is read one ``family`` at a time, its keys without
+    the family's id."""
 
     if version not in loc.versions(store):
         raise RockstateError(f"version {version} of {store} is not in the checkpoint (it has "
                              f"{loc.versions(store)[:1]}..{loc.versions(store)[-1:]}).")
     m = loc.manifest(store, version)
-    if m.use_column_families:
-        raise RockstateError(f"{store} uses column families; reading them is not supported "
-                             "yet.")
+    if m.use_column_families and family is None:
+        raise RockstateError(
+            f"{store} keeps its state in column families {sorted(m.column_families)}; name one "
+            "(state_var=<name>, --state-var).")
+    if family is not None and not m.use_column_families:
+        raise RockstateError(f"{store} has no column families; read it without a state "
+                             f"variable (not {family!r}).")
+    if family is not None and family not in m.column_families:
+        return {}  # the manifest lists every family the store created: this one holds nothing
+    entries = _replayed_entries(loc, store, version, m)
+    if family is None:
+        return entries
+    prefix = family_prefix(m.column_families[family])
+    return {k[len(prefix):]: v for k, v in entries.items() if k.startswith(prefix)}
+
+
+def _replayed_entries(loc: CheckpointLocation, store: StoreRef, version: int,
+                      m: VersionManifest) -> dict[bytes, bytes]:
+    """The store's snapshot at or before ``version`` with its changelogs replayed on top."""
+    from rocksdict import AccessType, Rdict
+
     entries: dict[bytes, bytes] = {}
     # Format 1 versions list their full snapshot's files themselves.
     if m.format_version == 1 or m.snapshot is not None:
@@ -142,7 +174,7 @@ def read_state(location: str | CheckpointLocation, operator: int = 0,
     # (partition, label, versions, reader of a version) for every selected store
     sources: list[tuple[int, str, list[int], Callable[[int], dict[bytes, bytes]]]] = [
         (s.partition, str(s), loc.versions(s),
-         lambda v, s=s: store_entries(loc, s, v))
+         lambda v, s=s: store_entries(loc, s, v, state_var))
         for s in loc.stores(operator)
         if s.name == store and (partitions is None or s.partition in partitions)]
     if not sources:  # Spark's own RocksDB provider

@@ -18,6 +18,7 @@ from rockstate.checkpoints import parse_checkpoint_metadata
 from rockstate.errors import CorruptCheckpointError
 from rockstate.format import changelog_records, changes_of
 from rockstate.location import CheckpointLocation, StoreRef
+from rockstate.savepoint import check_savepoint, is_savepoint, read_savepoint
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,8 @@ def verify(location: str | CheckpointLocation,
            progress: Callable[[str], None] | None = None) -> VerifyReport:
     loc = location if isinstance(location, CheckpointLocation) else CheckpointLocation(location)
     report = VerifyReport(loc.url)
+    if is_savepoint(loc):
+        return _verify_savepoint(loc, report)
     for store in loc.stores():
         if progress:
             progress(str(store))
@@ -68,6 +71,19 @@ def verify(location: str | CheckpointLocation,
     if report.stores == 0:
         report.problems.append(Problem(loc.url, "state/", "no rockstate store found; is this "
                                        "the checkpointLocation of a query run on rockstate?"))
+    return report
+
+
+def _verify_savepoint(loc: CheckpointLocation, report: VerifyReport) -> VerifyReport:
+    """A savepoint holds one state version per store: every file it lists must read back with
+    its size and CRC32, and each store's version must find all it needs among them."""
+    sp = read_savepoint(loc)
+    report.stores = len(loc.stores())
+    report.versions = report.stores
+    report.files_checked = len(sp.files)
+    report.bytes_checked = sp.bytes
+    report.problems += [Problem(f"savepoint of batch {sp.batch_id}", p.split(":", 1)[0],
+                                p.split(": ", 1)[-1]) for p in check_savepoint(loc)]
     return report
 
 

@@ -1,0 +1,370 @@
+"""Savepoints: a self-contained, relocatable copy of a streaming query at one committed batch.
+
+``savepoint(checkpoint, target)`` copies what restarting the query after batch ``B`` (its
+newest committed batch) needs, and nothing after it:
+
+- Spark's ``metadata``, ``offsets/0..B`` and ``commits/0..B``, the sources' logs up to ``B``;
+- per stateful operator, Spark's operator metadata and state schemas written up to ``B``;
+- per rockstate store, version ``B+1`` (the state batch ``B`` committed) and only the files
+  it needs: its version file and lineage, its snapshot manifest and the snapshot's SSTs;
+- per store of Spark's own providers, every file of versions up to ``B+1`` (and the shared
+  SSTs of its RocksDB provider).
+
+Then it writes ``_savepoint.json`` last, listing every file with its size and CRC32, and
+reads each copied file back against it. A savepoint is never changed afterwards:
+``restore(savepoint, checkpoint)`` copies it to a new checkpoint location (Flink's NO_CLAIM
+mode), so one savepoint can start any number of forks. Everything is read and written with
+fsspec, so source and target may be on different file systems.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import posixpath
+import re
+import uuid
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import fsspec
+
+from rockstate.errors import CorruptCheckpointError, RockstateError
+from rockstate.location import CheckpointLocation, StoreRef
+
+SAVEPOINT_FILE = "_savepoint.json"
+_OPERATOR_METADATA_V2 = re.compile(r"^state/\d+/_metadata/v2/\d+$")
+SAVEPOINT_FORMAT = 1
+_LEADING_NUMBER = re.compile(r"^(\d+)")
+
+
+@dataclass(frozen=True)
+class SavepointFile:
+    path: str  # relative to the savepoint's root
+    size: int
+    crc32: int
+
+
+@dataclass(frozen=True)
+class Savepoint:
+    """What ``_savepoint.json`` records."""
+
+    url: str
+    batch_id: int  # the newest committed batch it holds
+    state_version: int  # batch_id + 1: the state version every store holds
+    query_id: str
+    source: str
+    created_at: str
+    files: tuple[SavepointFile, ...]
+
+    @property
+    def bytes(self) -> int:
+        return sum(f.size for f in self.files)
+
+
+def last_committed_batch(loc: CheckpointLocation) -> int:
+    """The newest batch with a commit log entry; an error when there is none."""
+    commits = _numbered(loc.fs, loc._path("commits"))
+    if not commits:
+        raise RockstateError(f"{loc.url} has no committed batch (commits/ is empty); run the "
+                             "query until a batch commits, then take the savepoint.")
+    return max(commits)
+
+
+def checkpoint_of(query: Any) -> str:
+    """A PySpark ``StreamingQuery``'s checkpoint location, as an fsspec URL."""
+    root = str(query._jsq.streamingQuery().resolvedCheckpointRoot())
+    if root.startswith("file:") and not root.startswith("file://"):
+        return root[len("file:"):]
+    return root
+
+
+def stop_with_savepoint(query: Any, target: str, **kwargs: Any) -> Savepoint:
+    """Stops a running query (Spark stops it between batches; a batch it interrupts is not
+    committed and not in the savepoint) and writes a savepoint of its last committed batch."""
+    checkpoint = checkpoint_of(query)
+    query.stop()
+    return savepoint(checkpoint, target, **kwargs)
+
+
+def savepoint(source: Any, target: str, *,
+              progress: Callable[[str], None] | None = None,
+              storage_options: dict[str, Any] | None = None,
+              target_options: dict[str, Any] | None = None) -> Savepoint:
+    """Writes a savepoint of ``source`` (a checkpoint location, or a ``StreamingQuery``) at
+    its newest committed batch to ``target`` (which must not exist, or be an empty directory)
+    and returns it.
+
+    The query may be stopped or running: only files a committed batch made are copied, and
+    they never change. (A running query's retention may delete an old version's files while
+    they are copied; that fails loudly and a second attempt takes a newer batch.)"""
+    if hasattr(source, "_jsq"):
+        source = checkpoint_of(source)
+    loc = _location(source, storage_options or {})
+    fs, root = fsspec.core.url_to_fs(target, **(target_options or {}))
+    _refuse_existing(fs, root, target)
+    batch = last_committed_batch(loc)
+    plan = _files_of(loc, batch)
+    files = []
+    for rel in plan:
+        if progress:
+            progress(rel)
+        try:
+            data = loc.fs.cat_file(loc._path(rel))
+        except FileNotFoundError:
+            raise CorruptCheckpointError(
+                f"{loc._path(rel)}, needed by batch {batch}, disappeared while the savepoint "
+                "was written (a running query's cleanup?); take the savepoint again.") from None
+        dest = posixpath.join(root, rel)
+        fs.makedirs(posixpath.dirname(dest), exist_ok=True)
+        fs.pipe_file(dest, data)
+        files.append(SavepointFile(rel, len(data), zlib.crc32(data)))
+    sp = Savepoint(url=target, batch_id=batch, state_version=batch + 1,
+                   query_id=_query_id(loc.fs.cat_file(loc._path("metadata"))), source=loc.url,
+                   created_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+                   files=tuple(files))
+    fs.pipe_file(posixpath.join(root, SAVEPOINT_FILE), _document(sp))  # last: it is complete
+    problems = check_savepoint(target, **(target_options or {}))
+    if problems:
+        raise CorruptCheckpointError(f"the savepoint written to {target} does not read back: "
+                                     + "; ".join(problems[:5]))
+    return sp
+
+
+def read_savepoint(location: str | CheckpointLocation, **storage_options: Any) -> Savepoint:
+    """The savepoint at ``location``; an error if it is not one (or was not finished)."""
+    loc = _location(location, storage_options)
+    path = loc._path(SAVEPOINT_FILE)
+    try:
+        doc = json.loads(loc.fs.cat_file(path))
+    except FileNotFoundError:
+        raise RockstateError(f"{loc.url} is not a savepoint: it has no {SAVEPOINT_FILE} (a "
+                             "savepoint still being written has none yet).") from None
+    except ValueError as e:
+        raise CorruptCheckpointError(f"{path} is damaged ({e}).") from None
+    if int(doc.get("savepointFormat", 0)) > SAVEPOINT_FORMAT:
+        raise RockstateError(f"{loc.url} was written by a newer rockstate (savepoint format "
+                             f"{doc['savepointFormat']}); upgrade rockstate to read it.")
+    try:
+        return Savepoint(url=loc.url, batch_id=int(doc["batchId"]),
+                         state_version=int(doc["stateVersion"]), query_id=doc["queryId"],
+                         source=doc["source"], created_at=doc["createdAt"],
+                         files=tuple(SavepointFile(f["path"], int(f["size"]), int(f["crc32"]))
+                                     for f in doc["files"]))
+    except (KeyError, TypeError, ValueError) as e:
+        raise CorruptCheckpointError(f"{path} is damaged ({e!r} missing or wrong).") from None
+
+
+def is_savepoint(location: CheckpointLocation) -> bool:
+    return bool(location.fs.exists(location._path(SAVEPOINT_FILE)))
+
+
+def check_savepoint(location: str | CheckpointLocation, **storage_options: Any) -> list[str]:
+    """Problems of the savepoint at ``location`` (none: sound): every file it lists is there
+    with its size and CRC32, and every store's version holds all it needs."""
+    loc = _location(location, storage_options)
+    sp = read_savepoint(loc)
+    problems = []
+    for f in sp.files:
+        try:
+            data = loc.fs.cat_file(loc._path(f.path))
+        except FileNotFoundError:
+            problems.append(f"{f.path}: missing")
+            continue
+        if len(data) != f.size or zlib.crc32(data) != f.crc32:
+            problems.append(f"{f.path}: size {len(data)} (recorded {f.size}) or CRC32 differs")
+    if not problems:
+        listed = {f.path for f in sp.files}
+        for store in loc.stores():
+            rel = posixpath.relpath(store.path, loc.root)
+            try:
+                needed = _store_files(loc, store, sp.state_version)
+            except CorruptCheckpointError as e:
+                problems.append(str(e))
+                continue
+            problems += [f"{rel}/{p}: needed by version {sp.state_version} of {store}, not "
+                         "listed" for p in needed if posixpath.join(rel, p) not in listed]
+    return problems
+
+
+def _location(location: str | CheckpointLocation, options: dict[str, Any]
+              ) -> CheckpointLocation:
+    return location if isinstance(location, CheckpointLocation) else CheckpointLocation(
+        location, **options)
+
+
+def restore(savepoint_url: str, checkpoint: str, *, new_query_id: bool = True,
+            storage_options: dict[str, Any] | None = None,
+            target_options: dict[str, Any] | None = None) -> str:
+    """Makes ``checkpoint`` (new, or an empty directory) a copy of the savepoint, checked
+    first, and returns it: start the query with it as its checkpointLocation. The savepoint
+    is only read. ``new_query_id``: the restored query gets an id of its own (Spark's
+    ``metadata``), so it can run beside the original and other forks."""
+    problems = check_savepoint(savepoint_url, **(storage_options or {}))
+    if problems:
+        raise CorruptCheckpointError(f"the savepoint {savepoint_url} is damaged: "
+                                     + "; ".join(problems[:5]))
+    sp = read_savepoint(savepoint_url, **(storage_options or {}))
+    src_fs, src_root = fsspec.core.url_to_fs(savepoint_url, **(storage_options or {}))
+    fs, root = fsspec.core.url_to_fs(checkpoint, **(target_options or {}))
+    _refuse_existing(fs, root, checkpoint)
+    for f in sp.files:
+        data = src_fs.cat_file(posixpath.join(src_root, f.path))
+        if f.path == "metadata" and new_query_id:
+            data = (json.dumps({"id": str(uuid.uuid4())}) + "\n").encode()
+        elif _OPERATOR_METADATA_V2.match(f.path):
+            data = _relocated_schema_paths(data, checkpoint, f.path)
+        dest = posixpath.join(root, f.path)
+        fs.makedirs(posixpath.dirname(dest), exist_ok=True)
+        fs.pipe_file(dest, data)
+    return checkpoint
+
+
+def _relocated_schema_paths(data: bytes, checkpoint: str, where: str) -> bytes:
+    """Spark's operator metadata v2 (transformWithState) names its state schema files by
+    absolute path: point them into the restored location, or the fork would read the
+    original's files (and fail once it is gone)."""
+    head, _, body = data.decode().partition("\n")
+    try:
+        doc = json.loads(body)
+        for info in doc.get("stateStoreInfo", []):
+            info["stateSchemaFilePaths"] = [
+                _spark_path(checkpoint, p[p.index("/state/") + 1:], p)
+                for p in info.get("stateSchemaFilePaths", [])]
+    except (ValueError, AttributeError) as e:
+        raise CorruptCheckpointError(f"{where} in the savepoint is damaged ({e}).") from None
+    return (head + "\n" + json.dumps(doc, separators=(",", ":"))).encode()
+
+
+def _spark_path(checkpoint: str, relative: str, recorded: str) -> str:
+    """``relative`` under ``checkpoint`` as Spark writes a path: a local one as ``file:/...``,
+    a remote one with the scheme the recorded path had (``s3a`` for fsspec's ``s3``)."""
+    scheme, sep, rest = checkpoint.partition("://")
+    if not sep:
+        return "file:" + posixpath.join(os.path.abspath(checkpoint), relative)
+    if scheme == "file":
+        return "file:" + posixpath.join(rest, relative)
+    recorded_scheme = recorded.partition(":")[0]
+    return f"{recorded_scheme if recorded_scheme != 'file' else scheme}://" + posixpath.join(
+        rest, relative)
+
+
+def _refuse_existing(fs: Any, root: str, url: str) -> None:
+    if fs.exists(root) and (not fs.isdir(root) or fs.ls(root, detail=False)):
+        raise RockstateError(f"{url} already exists and is not empty; give a new location "
+                             "(nothing was written).")
+
+
+def _document(sp: Savepoint) -> bytes:
+    return (json.dumps({
+        "savepointFormat": SAVEPOINT_FORMAT, "batchId": sp.batch_id,
+        "stateVersion": sp.state_version, "queryId": sp.query_id, "source": sp.source,
+        "createdAt": sp.created_at,
+        "files": [{"path": f.path, "size": f.size, "crc32": f.crc32} for f in sp.files],
+    }, indent=1) + "\n").encode()
+
+
+def _query_id(metadata: bytes) -> str:
+    try:
+        return json.loads(metadata.decode().splitlines()[0])["id"]
+    except (IndexError, KeyError, ValueError):
+        raise CorruptCheckpointError("the checkpoint's metadata file is damaged (no query id)."
+                                     ) from None
+
+
+def _number(name: str) -> int | None:
+    m = _LEADING_NUMBER.match(name)
+    return int(m.group(1)) if m else None
+
+
+def _numbered(fs: Any, path: str) -> dict[int, str]:
+    """Spark's batch-numbered log entries (``<n>``, ``<n>.compact``) in ``path``: n -> name."""
+    if not fs.isdir(path):
+        return {}
+    out = {}
+    for p in fs.ls(path, detail=False):
+        name = posixpath.basename(p)
+        if not name.startswith(".") and name.split(".")[0].isdigit():
+            out[int(name.split(".")[0])] = name
+    return out
+
+
+def _files_of(loc: CheckpointLocation, batch: int) -> list[str]:
+    """Every path (relative to the checkpoint) restarting after ``batch`` needs."""
+    out = ["metadata"]
+    for log in ("offsets", "commits"):
+        out += [f"{log}/{name}" for n, name in sorted(_numbered(
+            loc.fs, loc._path(log)).items()) if n <= batch]
+    if batch not in _numbered(loc.fs, loc._path("offsets")):
+        raise CorruptCheckpointError(f"{loc.url}: batch {batch} is committed but offsets/{batch}"
+                                     " is missing; the checkpoint is damaged.")
+    out += _batch_files(loc, "sources", batch)
+    rockstate_stores = {s.path: s for s in loc.stores()}
+    for op in loc.operators():
+        base = f"state/{op}"
+        out += _batch_files(loc, f"{base}/_metadata", batch)
+        out += _batch_files(loc, f"{base}/_stateSchema", batch)
+        for part in loc._dirs(loc._path(base)):
+            if not part.isdigit():
+                continue
+            out += _partition_files(loc, f"{base}/{part}", rockstate_stores, batch + 1)
+    return out
+
+
+def _batch_files(loc: CheckpointLocation, top: str, batch: int) -> list[str]:
+    """Files under ``top`` written for batches up to ``batch`` (named ``<n>``, ``<n>.compact``,
+    ``<n>_<uuid>``), and any file not named by a batch."""
+    path = loc._path(top)
+    if not loc.fs.isdir(path):
+        return []
+    out = []
+    for p in sorted(loc.fs.find(path)):
+        name = posixpath.basename(p)
+        n = _number(name)
+        if not name.startswith(".") and (n is None or n <= batch):
+            out.append(posixpath.relpath(p, loc.root))
+    return out
+
+
+def _partition_files(loc: CheckpointLocation, part: str, rockstate_stores: dict[str, StoreRef],
+                     version: int) -> list[str]:
+    path = loc._path(part)
+    stores = [s for p, s in rockstate_stores.items()
+              if p == path or posixpath.dirname(p) == path]
+    out = []
+    for s in stores:
+        rel = posixpath.relpath(s.path, loc.root)
+        out += [posixpath.join(rel, f) for f in _store_files(loc, s, version)]
+    # Spark's own providers: every file of versions up to `version`, and shared SSTs.
+    skip = {s.path for s in stores}
+    for p in sorted(loc.fs.find(path)):
+        if any(p == d or p.startswith(d + "/") for d in skip):
+            continue
+        name = posixpath.basename(p)
+        n = _number(name)
+        in_ssts = "/SSTs/" in p
+        if not name.startswith(".") and (in_ssts or (n is not None and n <= version)):
+            out.append(posixpath.relpath(p, loc.root))
+    return out
+
+
+def _store_files(loc: CheckpointLocation, store: StoreRef, version: int) -> list[str]:
+    """The files (relative to the store) that ``version`` of a rockstate store needs: its
+    version file (or manifest), its lineage, its snapshot manifest and the snapshot's files."""
+    if version not in loc.versions(store):
+        raise CorruptCheckpointError(f"version {version} of {store} is missing; the checkpoint "
+                                     "does not hold the state its last committed batch made.")
+    entry = loc.landed(store, version)
+    m = loc.manifest(store, version, entry)
+    out = [entry.path]
+    for ref in m.references():
+        if ref not in out:
+            out.append(ref)
+    if m.snapshot is not None:
+        for f in loc.snapshot_manifest(store, m.snapshot.path, f"version {version}").files:
+            if f.path not in out:
+                out.append(f.path)
+    return out

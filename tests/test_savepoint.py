@@ -1,0 +1,206 @@
+"""Savepoints: a query runs part of its input, a savepoint is taken and restored to a new
+checkpoint location, the restored query runs the rest, and the output and state equal an oracle
+(Spark's HDFS provider) that ran the whole input in one place. The original checkpoint and
+the savepoint stay byte for byte as they were. Then the errors: what is refused, and what a
+damaged savepoint reports.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import fsspec
+import pytest
+from pyspark.sql import functions as F
+
+import rockstate
+from rockstate.savepoint import SAVEPOINT_FILE, check_savepoint
+from streams import assert_same_as_oracle
+from test_operators import BATCHES, SCHEMA, _join, _sided
+
+FIXTURE = Path(__file__).parent / "fixtures" / "transform-with-state" / "spark-4.0" / "checkpoint"
+
+
+def digest(url: str | Path) -> dict[str, str]:
+    """Every file under ``url`` (checksum sidecars too) -> its SHA-256."""
+    fs, root = fsspec.core.url_to_fs(str(url))
+    return {p[len(root):]: hashlib.sha256(fs.cat_file(p)).hexdigest()
+            for p in sorted(fs.find(root))}
+
+
+def settled(url: str | Path, quiet_s: float = 2.0, limit_s: float = 60.0) -> dict[str, str]:
+    """``digest(url)`` once it stops changing: after a query stops, its last snapshot uploads
+    may still land and the coordinator complete their checkpoint."""
+    import time
+
+    deadline = time.monotonic() + limit_s
+    last = digest(url)
+    while time.monotonic() < deadline:
+        time.sleep(quiet_s)
+        now = digest(url)
+        if now == last:
+            return now
+        last = now
+    raise AssertionError(f"{url} kept changing for {limit_s} s after its query stopped")
+
+
+class Relocation:
+    """``relocate`` for run_stream: a savepoint of the query taken ``how`` ("stopped": with
+    stop_with_savepoint; "running": while the query runs, then stopped), restored to a new
+    location; it remembers what must not change afterwards."""
+
+    def __init__(self, workdir: Path, target: str, how: str) -> None:
+        self.workdir, self.target, self.how = workdir, target, how
+        self.frozen: dict[str, dict[str, str]] = {}
+        self.saved: rockstate.Savepoint | None = None
+
+    def __call__(self, query, checkpoint: Path | str) -> str:
+        if self.how == "stopped":
+            self.saved = rockstate.stop_with_savepoint(query, self.target)
+        else:
+            self.saved = rockstate.savepoint(query, self.target)
+            query.stop()
+        self.frozen = {"original": settled(checkpoint), "savepoint": digest(self.target)}
+        self.original = checkpoint
+        return rockstate.restore(self.target, str(self.workdir / "restored"))
+
+    def assert_untouched(self) -> None:
+        assert self.saved is not None, "the query was never relocated"
+        assert digest(self.target) == self.frozen["savepoint"], "the savepoint changed"
+        assert digest(self.original) == self.frozen["original"], "the original changed"
+
+
+CASES: dict[str, tuple[Callable, list, str, int, tuple]] = {
+    # name: (build, batches, output mode, sources, state options)
+    "aggregation": (lambda s: s.groupBy("key").agg(F.sum("value").alias("total")), BATCHES,
+                    "update", 1, ({},)),
+    "dedup": (lambda s: s.dropDuplicates(["key"]), BATCHES, "append", 1, ({},)),
+    "session-window": (lambda s: s.withWatermark("ts", "5 minutes").groupBy(
+        F.session_window("ts", "3 minutes"), "key").agg(F.sum("value").alias("total")),
+        BATCHES, "append", 1, ({},)),
+    "join": (_join("left_outer"), _sided(BATCHES), "append", 2,
+             ({"joinSide": "left"}, {"joinSide": "right"})),
+}
+
+
+@pytest.mark.parametrize("how", ["stopped", "running"])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_restored_savepoint_continues_like_the_oracle(cluster_spark, workdir: Path, case: str,
+                                                      how: str):
+    build, batches, mode, sources, state_options = CASES[case]
+    relocation = Relocation(workdir, str(workdir / "savepoint"), how)
+    _, mine = assert_same_as_oracle(
+        cluster_spark, build, batches, workdir=workdir, name=f"sp-{case}-{how}", schema=SCHEMA,
+        output_mode=mode, sources=sources, state_options=state_options, restart_at=3,
+        relocate=relocation)
+    # Three batches ran before it (and maybe no-data batches a watermark moved).
+    assert relocation.saved is not None and relocation.saved.batch_id >= 2
+    assert str(mine.checkpoint) == str(workdir / "restored")
+    relocation.assert_untouched()
+    assert rockstate.verify(relocation.target).ok
+
+
+def test_a_savepoint_in_memory_restores_and_continues(spark, workdir: Path):
+    """The savepoint lives on another file system (fsspec's memory://) than the checkpoint."""
+    target = f"memory://rockstate-savepoints/{workdir.name}"
+    relocation = Relocation(workdir, target, "stopped")
+    try:
+        assert_same_as_oracle(
+            spark, CASES["aggregation"][0], BATCHES, workdir=workdir, name="sp-memory",
+            schema=SCHEMA, restart_at=3, relocate=relocation)
+        relocation.assert_untouched()
+    finally:
+        fs, root = fsspec.core.url_to_fs(target)
+        fs.rm(root, recursive=True)
+
+
+def _fixture_copy(tmp_path: Path) -> Path:
+    ckpt = tmp_path / "checkpoint"
+    shutil.copytree(FIXTURE, ckpt)
+    return ckpt
+
+
+def test_a_savepoint_holds_only_what_its_batch_needs(tmp_path: Path):
+    ckpt = _fixture_copy(tmp_path)
+    sp = rockstate.savepoint(str(ckpt), str(tmp_path / "sp"))
+    assert (sp.batch_id, sp.state_version) == (2, 3)
+    paths = {f.path for f in sp.files}
+    assert {"metadata", "offsets/2", "commits/2", "sources/0/2"} <= paths
+    assert not any(p.startswith("rockstate/") for p in paths)
+    # Version 3 is snapshot 2 plus its own version file: no older version file is needed.
+    assert sorted(p.split("/")[3] for p in paths if p.startswith("state/0/0/")) == \
+        ["snapshots", "sst", "versions"]
+    report = rockstate.verify(str(tmp_path / "sp"))
+    assert report.ok and report.files_checked == len(sp.files)
+    # The restored location reads as the original's newest version.
+    restored = rockstate.restore(str(tmp_path / "sp"), str(tmp_path / "restored"))
+    for var in ("total", "items", "counts"):
+        assert rockstate.read_state(restored, state_var=var).to_pylist() == \
+            rockstate.read_state(str(ckpt), state_var=var).to_pylist()
+    assert (tmp_path / "restored" / "metadata").read_text() != (ckpt / "metadata").read_text()
+    # transformWithState's operator metadata names its schema files by absolute path: they
+    # point into the restored location, where the files are.
+    meta = json.loads((tmp_path / "restored" / "state/0/_metadata/v2/0").read_text()
+                      .split("\n", 1)[1])
+    (schema,) = meta["stateStoreInfo"][0]["stateSchemaFilePaths"]
+    assert schema.startswith(f"file:{tmp_path / 'restored'}/state/0/_stateSchema/default/")
+    assert Path(schema[len("file:"):]).is_file()
+
+
+def test_what_savepoint_and_restore_refuse_changes_nothing(tmp_path: Path):
+    ckpt = _fixture_copy(tmp_path)
+    before = digest(ckpt)
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "x").write_text("keep me")
+    with pytest.raises(rockstate.RockstateError, match="already exists"):
+        rockstate.savepoint(str(ckpt), str(tmp_path / "taken"))
+    assert (tmp_path / "taken" / "x").read_text() == "keep me"
+    with pytest.raises(rockstate.RockstateError, match="not a savepoint"):
+        rockstate.restore(str(ckpt), str(tmp_path / "new"))
+    assert not (tmp_path / "new").exists()
+    rockstate.savepoint(str(ckpt), str(tmp_path / "sp"))
+    with pytest.raises(rockstate.RockstateError, match="already exists"):
+        rockstate.restore(str(tmp_path / "sp"), str(tmp_path / "taken"))
+    empty = tmp_path / "fresh"
+    (empty / "commits").mkdir(parents=True)
+    (empty / "metadata").write_text('{"id":"x"}\n')
+    with pytest.raises(rockstate.RockstateError, match="no committed batch"):
+        rockstate.savepoint(str(empty), str(tmp_path / "sp2"))
+    assert digest(ckpt) == before
+
+
+def test_a_damaged_savepoint_is_reported_and_not_restored(tmp_path: Path):
+    ckpt = _fixture_copy(tmp_path)
+    sp = rockstate.savepoint(str(ckpt), str(tmp_path / "sp"))
+    sst = next(f.path for f in sp.files if f.path.endswith(".sst"))
+    path = tmp_path / "sp" / sst
+    path.write_bytes(path.read_bytes()[:-5])
+    problems = check_savepoint(str(tmp_path / "sp"))
+    assert len(problems) == 1 and sst in problems[0]
+    report = rockstate.verify(str(tmp_path / "sp"))
+    assert not report.ok and report.problems[0].path == sst
+    with pytest.raises(rockstate.CorruptCheckpointError, match="damaged"):
+        rockstate.restore(str(tmp_path / "sp"), str(tmp_path / "restored"))
+    assert not (tmp_path / "restored").exists()
+    # A savepoint whose listing was never written (interrupted) is not one.
+    (tmp_path / "sp" / SAVEPOINT_FILE).unlink()
+    with pytest.raises(rockstate.RockstateError, match="not a savepoint"):
+        rockstate.read_savepoint(str(tmp_path / "sp"))
+
+
+def test_cli_takes_verifies_and_restores_a_savepoint(tmp_path: Path, capsys):
+    from rockstate.cli import main
+
+    ckpt = _fixture_copy(tmp_path)
+    assert main(["savepoint", str(ckpt), str(tmp_path / "sp")]) == 0
+    assert "savepoint of batch 2" in capsys.readouterr().out
+    assert main(["verify", str(tmp_path / "sp")]) == 0
+    assert main(["inspect", str(tmp_path / "sp")]) == 0
+    assert "savepoint of batch 2 (state version 3)" in capsys.readouterr().out
+    assert main(["restore", str(tmp_path / "sp"), str(tmp_path / "r"), "--keep-query-id"]) == 0
+    assert (tmp_path / "r" / "metadata").read_text() == (ckpt / "metadata").read_text()
+    assert main(["restore", str(tmp_path / "sp"), str(tmp_path / "r")]) == 2
