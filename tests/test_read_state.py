@@ -212,6 +212,11 @@ def test_session_window_state_is_refused_not_misread(spark, workdir: Path):
         rockstate.read_state(str(run.checkpoint))
 
 
+# state variable of _ListAndMapProcessor -> the columns Spark's statestore source gives it
+TWS_COLUMNS = {"total": ("key", "value"), "items": ("key", "list_element"),
+               "counts": ("key", "user_map_key", "user_map_value")}
+
+
 class _ListAndMapProcessor:
     """A transformWithStateInPandas processor with a value, a list and a map state."""
 
@@ -223,7 +228,7 @@ class _ListAndMapProcessor:
                 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
                 self.total = handle.getValueState("total",
-                                                  StructType([StructField("t", LongType())]))
+                                                  StructType([StructField("n", LongType())]))
                 self.items = handle.getListState("items",
                                                  StructType([StructField("v", LongType())]))
                 self.counts = handle.getMapState(
@@ -270,9 +275,7 @@ def test_transform_with_state_in_pandas_reads_like_spark(spark, workdir: Path, p
                      schema=SCHEMA, confs={
                          "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled":
                          "false"})
-    columns = {"total": ("key", "value"), "items": ("key", "list_element"),
-               "counts": ("key", "user_map_key", "user_map_value")}
-    for var, cols in columns.items():
+    for var, cols in TWS_COLUMNS.items():
         df = (spark.read.format("statestore").option("stateVarName", var)
               .load(str(run.checkpoint)))
         expected = sorted(_normal(tuple(r[c] for c in (*cols, "partition_id")))

@@ -118,9 +118,7 @@ def savepoint(source: Any, target: str, *,
             raise CorruptCheckpointError(
                 f"{loc._path(rel)}, needed by batch {batch}, disappeared while the savepoint "
                 "was written (a running query's cleanup?); take the savepoint again.") from None
-        dest = posixpath.join(root, rel)
-        fs.makedirs(posixpath.dirname(dest), exist_ok=True)
-        fs.pipe_file(dest, data)
+        _write(fs, posixpath.join(root, rel), data)
         files.append(SavepointFile(rel, len(data), zlib.crc32(data)))
     sp = Savepoint(url=target, batch_id=batch, state_version=batch + 1,
                    query_id=_query_id(loc.fs.cat_file(loc._path("metadata"))), source=loc.url,
@@ -217,9 +215,7 @@ def restore(savepoint_url: str, checkpoint: str, *, new_query_id: bool = True,
             data = (json.dumps({"id": str(uuid.uuid4())}) + "\n").encode()
         elif _OPERATOR_METADATA_V2.match(f.path):
             data = _relocated_schema_paths(data, checkpoint, f.path)
-        dest = posixpath.join(root, f.path)
-        fs.makedirs(posixpath.dirname(dest), exist_ok=True)
-        fs.pipe_file(dest, data)
+        _write(fs, posixpath.join(root, f.path), data)
     return checkpoint
 
 
@@ -250,6 +246,11 @@ def _spark_path(checkpoint: str, relative: str, recorded: str) -> str:
     recorded_scheme = recorded.partition(":")[0]
     return f"{recorded_scheme if recorded_scheme != 'file' else scheme}://" + posixpath.join(
         rest, relative)
+
+
+def _write(fs: Any, path: str, data: bytes) -> None:
+    fs.makedirs(posixpath.dirname(path), exist_ok=True)
+    fs.pipe_file(path, data)
 
 
 def _refuse_existing(fs: Any, root: str, url: str) -> None:
@@ -295,10 +296,10 @@ def _numbered(fs: Any, path: str) -> dict[int, str]:
 def _files_of(loc: CheckpointLocation, batch: int) -> list[str]:
     """Every path (relative to the checkpoint) restarting after ``batch`` needs."""
     out = ["metadata"]
-    for log in ("offsets", "commits"):
-        out += [f"{log}/{name}" for n, name in sorted(_numbered(
-            loc.fs, loc._path(log)).items()) if n <= batch]
-    if batch not in _numbered(loc.fs, loc._path("offsets")):
+    logs = {log: _numbered(loc.fs, loc._path(log)) for log in ("offsets", "commits")}
+    for log, entries in logs.items():
+        out += [f"{log}/{name}" for n, name in sorted(entries.items()) if n <= batch]
+    if batch not in logs["offsets"]:
         raise CorruptCheckpointError(f"{loc.url}: batch {batch} is committed but offsets/{batch}"
                                      " is missing; the checkpoint is damaged.")
     out += _batch_files(loc, "sources", batch)

@@ -1,11 +1,8 @@
 package io.rockstate.spark.line
 
-import org.apache.spark.sql.catalyst.expressions.UnsafeRow
-import org.apache.spark.sql.execution.streaming.state.{StateStoreIterator, UnsafeRowPair}
+import io.rockstate.spark.SparkStateStoreProvider
 
-import io.rockstate.spark.{SparkStateStore, SparkStateStoreProvider}
-
-/** Spark 4.2's StateStore: the members 4.2 gives a default binds to rockstate's. */
+/** Spark 4.2's StateStore: every member 4.2 gives a default is one 4.3 has too. */
 final class LineStateStore(
     provider: SparkStateStoreProvider,
     version: Long,
@@ -13,24 +10,4 @@ final class LineStateStore(
     readOnly: Boolean,
     lease: Long,
     forceSnapshot: Boolean)
-  extends SparkStateStore(provider, version, baseCheckpointId, readOnly, lease, forceSnapshot) {
-
-  override def multiGet(keys: Array[UnsafeRow], colFamilyName: String): Iterator[UnsafeRow] =
-    getMany(keys, colFamilyName)
-
-  override def keyExists(key: UnsafeRow, colFamilyName: String): Boolean =
-    contains(key, colFamilyName)
-
-  override def rangeScan(startKey: Option[UnsafeRow], endKey: Option[UnsafeRow],
-      colFamilyName: String): StateStoreIterator[UnsafeRowPair] =
-    scanRange(startKey, endKey, colFamilyName)
-
-  override def rangeScanWithMultiValues(startKey: Option[UnsafeRow], endKey: Option[UnsafeRow],
-      colFamilyName: String): StateStoreIterator[UnsafeRowPair] =
-    scanRangeWithMultiValues(startKey, endKey, colFamilyName)
-
-  override def deleteRange(beginKey: UnsafeRow, endKey: UnsafeRow, colFamilyName: String): Unit =
-    deleteKeyRange(beginKey, endKey, colFamilyName)
-
-  override def release(): Unit = releaseStore()
-}
+  extends ScanningStateStore(provider, version, baseCheckpointId, readOnly, lease, forceSnapshot)

@@ -1,12 +1,11 @@
 package io.rockstate.spark.line
 
-import org.apache.spark.sql.catalyst.expressions.UnsafeRow
-import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, StateStoreIterator, UnsafeRowPair}
+import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec
 import org.apache.spark.sql.types.StructType
 
-import io.rockstate.spark.{SparkStateStore, SparkStateStoreProvider}
+import io.rockstate.spark.SparkStateStoreProvider
 
-/** Spark 4.3's StateStore: the members 4.3 gives a default binds to rockstate's. */
+/** Spark 4.3's StateStore: registering a column family, which 4.3 adds, binds to rockstate's. */
 final class LineStateStore(
     provider: SparkStateStoreProvider,
     version: Long,
@@ -14,30 +13,11 @@ final class LineStateStore(
     readOnly: Boolean,
     lease: Long,
     forceSnapshot: Boolean)
-  extends SparkStateStore(provider, version, baseCheckpointId, readOnly, lease, forceSnapshot) {
+  extends ScanningStateStore(provider, version, baseCheckpointId, readOnly, lease, forceSnapshot) {
 
   override def registerColFamily(colFamilyName: String, keySchema: StructType,
       valueSchema: StructType, keyStateEncoderSpec: KeyStateEncoderSpec,
       useMultipleValuesPerKey: Boolean, isInternal: Boolean): Unit =
     registerFamily(colFamilyName, keySchema, valueSchema, keyStateEncoderSpec,
       useMultipleValuesPerKey, isInternal)
-
-  override def multiGet(keys: Array[UnsafeRow], colFamilyName: String): Iterator[UnsafeRow] =
-    getMany(keys, colFamilyName)
-
-  override def keyExists(key: UnsafeRow, colFamilyName: String): Boolean =
-    contains(key, colFamilyName)
-
-  override def rangeScan(startKey: Option[UnsafeRow], endKey: Option[UnsafeRow],
-      colFamilyName: String): StateStoreIterator[UnsafeRowPair] =
-    scanRange(startKey, endKey, colFamilyName)
-
-  override def rangeScanWithMultiValues(startKey: Option[UnsafeRow], endKey: Option[UnsafeRow],
-      colFamilyName: String): StateStoreIterator[UnsafeRowPair] =
-    scanRangeWithMultiValues(startKey, endKey, colFamilyName)
-
-  override def deleteRange(beginKey: UnsafeRow, endKey: UnsafeRow, colFamilyName: String): Unit =
-    deleteKeyRange(beginKey, endKey, colFamilyName)
-
-  override def release(): Unit = releaseStore()
 }
