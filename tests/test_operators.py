@@ -116,7 +116,10 @@ def test_session_window(spark, workdir: Path):
         BATCHES, workdir=workdir, name="session", schema=SCHEMA, output_mode="append")
 
 
-def test_apply_in_pandas_with_state_event_time_timeout(spark, workdir: Path):
+def pandas_count_until_timeout(s):
+    """applyInPandasWithState: counts each key's events until an event-time timeout expires it.
+    The function is defined inside, so it is pickled by value (executors' Python workers cannot
+    import the test modules)."""
     from pyspark.sql.streaming.state import GroupStateTimeout
 
     def count_until_timeout(key, pdfs, state):
@@ -134,11 +137,14 @@ def test_apply_in_pandas_with_state_event_time_timeout(spark, workdir: Path):
         state.setTimeoutTimestamp(state.getCurrentWatermarkMs() + 10 * 60 * 1000)
         yield pd.DataFrame({"key": [key[0]], "n": [n], "expired": [False]})
 
+    return s.withWatermark("ts", "5 minutes").groupBy("key").applyInPandasWithState(
+        count_until_timeout, "key STRING, n LONG, expired BOOLEAN", "n LONG", "append",
+        GroupStateTimeout.EventTimeTimeout)
+
+
+def test_apply_in_pandas_with_state_event_time_timeout(spark, workdir: Path):
     assert_same_as_oracle(
-        spark,
-        lambda s: s.withWatermark("ts", "5 minutes").groupBy("key").applyInPandasWithState(
-            count_until_timeout, "key STRING, n LONG, expired BOOLEAN", "n LONG", "append",
-            GroupStateTimeout.EventTimeTimeout),
+        spark, pandas_count_until_timeout,
         BATCHES, workdir=workdir, name="pandas-state", schema=SCHEMA, output_mode="append")
 
 

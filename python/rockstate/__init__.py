@@ -6,7 +6,8 @@ driver's coordinator completes (``rockstate.show_checkpoints(query)`` keeps them
 notebook); ``rockstate.CheckpointLocation`` and ``rockstate.verify`` read and check a checkpoint
 location without Spark, and ``rockstate.report`` draws its history as one HTML page.
 ``rockstate.savepoint`` / ``rockstate.restore`` copy a query to a self-contained savepoint and
-start new checkpoints from it.
+start new checkpoints from it. ``rockstate.rescale`` / ``rockstate.migrate`` rewrite a stopped
+query's state for a new partition count or another state store provider.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from rockstate.notebook import LiveCheckpoints, show_checkpoints
 from rockstate.offsets import provider_class, recorded_confs
 from rockstate.read import export, read_state
 from rockstate.report import report
+from rockstate.rewrite import RewriteResult, migrate, rescale
 from rockstate.savepoint import Savepoint, read_savepoint, restore, savepoint, stop_with_savepoint
 from rockstate.session import PLUGIN_CLASS, PROVIDER_CLASS, configure, spark_defaults
 from rockstate.verify import verify
@@ -41,6 +43,7 @@ __all__ = [
     "CorruptCheckpointError",
     "LiveCheckpoints",
     "QueryCheckpoints",
+    "RewriteResult",
     "RockstateError",
     "RockstateSetupError",
     "Savepoint",
@@ -49,12 +52,14 @@ __all__ = [
     "configure",
     "export",
     "jar_path",
+    "migrate",
     "on_checkpoint_complete",
     "provider_class",
     "read_savepoint",
     "read_state",
     "recorded_confs",
     "report",
+    "rescale",
     "restore",
     "savepoint",
     "show_checkpoints",

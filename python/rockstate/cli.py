@@ -1,6 +1,6 @@
 """The ``rockstate`` command: build the jar, run the demo, print the Spark configuration, and
-inspect, verify, read, export or report on a checkpoint location without Spark, and take and
-restore savepoints."""
+inspect, verify, read, export or report on a checkpoint location without Spark, take and
+restore savepoints, and rescale or migrate a stopped query's state (a Spark job)."""
 
 from __future__ import annotations
 
@@ -54,6 +54,20 @@ def main(argv: list[str] | None = None) -> int:
     restore.add_argument("--keep-query-id", action="store_true",
                          help="keep the saved query's id (default: a new id, so forks and the "
                               "original can run side by side)")
+    for name, text in (("rescale", "rewrite a stopped query's state for a new number of "
+                                   "shuffle partitions (runs a Spark job)"),
+                       ("migrate", "move a stopped query's state to another state store "
+                                   "provider, optionally rescaling it (runs a Spark job)")):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("location", help="the query's checkpointLocation, as Spark reads it")
+        if name == "migrate":
+            p.add_argument("--to", required=True, choices=["rockstate", "spark-rocksdb"],
+                           help="the provider the query continues on")
+        p.add_argument("--partitions", type=int, required=name == "rescale",
+                       help="the new number of shuffle partitions")
+        p.add_argument("--master", default="local[*]",
+                       help="where the Spark job runs (default: local[*]); conf for it goes "
+                            "in spark-defaults.conf or SPARK_CONF_DIR as usual")
     args, rest = parser.parse_known_args(argv)
     try:
         if args.command in ("inspect", "verify"):
@@ -64,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
             return _report_command(args)
         if args.command in ("savepoint", "restore"):
             return _savepoint_command(args)
+        if args.command in ("rescale", "migrate"):
+            return _rewrite_command(args)
         if args.command == "build":
             from rockstate.build import main as build_main
 
@@ -92,6 +108,28 @@ def _savepoint_command(args: argparse.Namespace) -> int:
     restore(args.savepoint, args.location, new_query_id=not args.keep_query_id)
     print(f"{args.location} restored from {args.savepoint}; start the query with it as its "
           "checkpointLocation")
+    return 0
+
+
+def _rewrite_command(args: argparse.Namespace) -> int:
+    from pyspark.sql import SparkSession
+
+    from rockstate.rewrite import migrate, rescale
+    from rockstate.session import configure
+
+    spark = configure(SparkSession.builder.master(args.master)
+                      .appName(f"rockstate {args.command}")).getOrCreate()
+    try:
+        if args.command == "rescale":
+            r = rescale(spark, args.location, args.partitions)
+        else:
+            r = migrate(spark, args.location, to=args.to, partitions=args.partitions)
+    finally:
+        spark.stop()
+    print(f"{args.location}: batch {r.batch_id} rewrote the state of batch {r.read_batch}: "
+          f"{r.partitions_before} -> {r.partitions} partitions, {r.provider_before} -> "
+          f"{r.provider}, {r.keys} keys in {len(r.stores)} stores, {r.seconds:.1f} s. Start "
+          "the query with this checkpointLocation.")
     return 0
 
 

@@ -99,6 +99,17 @@ abstract class SparkStateStoreProvider extends StateStoreProvider with Logging {
     newStore(version, uniqueId, readOnly = false, lease, forceSnapshotOnCommit)
   }
 
+  /**
+   * A store starting from empty state labelled `version`, whose commit writes version
+   * `version + 1` with a snapshot: how a state rewrite (rescale, migration) writes a partition's
+   * whole state on every Spark line (Spark's own `loadEmpty` exists from 4.2 on).
+   */
+  def openEmpty(version: Long): StateStore =
+    openWrite(version, None, forceSnapshotOnCommit = true, loadEmpty = true)
+
+  /** Waits up to `timeoutMs` for this store's snapshot upload under way; false on timeout. */
+  def awaitSnapshot(timeoutMs: Long): Boolean = versioned.awaitUploads(timeoutMs)
+
   // Spark's default would load the version twice per partition (read, then write store).
   override def getReadStore(version: Long, uniqueId: Option[String]): ReadStateStore =
     lock.synchronized {

@@ -3,7 +3,7 @@ package io.rockstate.spark.line
 import org.apache.hadoop.conf.Configuration
 
 import org.apache.spark.sql.execution.streaming.StreamExecution
-import org.apache.spark.sql.execution.streaming.state.{RocksDBDataEncoder, RocksDBStateEncoder, RocksDBValueStateEncoder, StateStoreId}
+import org.apache.spark.sql.execution.streaming.state.{StateStore, StateStoreProvider, RocksDBDataEncoder, RocksDBStateEncoder, RocksDBValueStateEncoder, StateStoreId}
 import org.apache.spark.sql.types.StructType
 
 /** What differs in Spark 4.0 outside the provider and store signatures. */
@@ -20,4 +20,14 @@ object SparkLine {
   def reportCommit(version: Long, id: StateStoreId, hadoopConf: Configuration): Unit = ()
 
   def reportSnapshotUploaded(id: StateStoreId, hadoopConf: Configuration, version: Long): Unit = ()
+
+  /**
+   * Spark's own providers start from empty state at a chosen version only from Spark 4.2 on
+   * (`getStore(..., loadEmpty)`); on 4.0 a rewrite can write only rockstate's state.
+   */
+  def openEmptyStore(provider: StateStoreProvider, version: Long): StateStore =
+    throw new UnsupportedOperationException(s"rockstate: writing the state of " +
+      s"${provider.getClass.getName} needs Spark 4.2 or later (its providers write a chosen " +
+      "version from empty state from 4.2 on); on Spark 4.0 rockstate can rewrite state into " +
+      "rockstate's own provider only. Run the migration with pyspark 4.2+.")
 }

@@ -3,7 +3,7 @@ package io.rockstate.spark.line
 import org.apache.hadoop.conf.Configuration
 
 import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
-import org.apache.spark.sql.execution.streaming.state.{RockstateSparkBridge, RocksDBDataEncoder, RocksDBStateEncoder, RocksDBValueStateEncoder, StateStore, StateStoreId}
+import org.apache.spark.sql.execution.streaming.state.{RockstateSparkBridge, RocksDBDataEncoder, RocksDBStateEncoder, RocksDBValueStateEncoder, StateStore, StateStoreId, StateStoreProvider}
 import org.apache.spark.sql.types.StructType
 
 /** What differs in Spark 4.1 outside the provider and store signatures. */
@@ -21,4 +21,14 @@ object SparkLine {
 
   def reportSnapshotUploaded(id: StateStoreId, hadoopConf: Configuration, version: Long): Unit =
     RockstateSparkBridge.reportSnapshotUploaded(id, hadoopConf, version)
+
+  /**
+   * Spark's own providers start from empty state at a chosen version only from Spark 4.2 on
+   * (`getStore(..., loadEmpty)`); on 4.1 a rewrite can write only rockstate's state.
+   */
+  def openEmptyStore(provider: StateStoreProvider, version: Long): StateStore =
+    throw new UnsupportedOperationException(s"rockstate: writing the state of " +
+      s"${provider.getClass.getName} needs Spark 4.2 or later (its providers write a chosen " +
+      "version from empty state from 4.2 on); on Spark 4.1 rockstate can rewrite state into " +
+      "rockstate's own provider only. Run the migration with pyspark 4.2+.")
 }

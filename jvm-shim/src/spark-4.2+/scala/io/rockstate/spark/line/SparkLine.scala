@@ -3,7 +3,7 @@ package io.rockstate.spark.line
 import org.apache.hadoop.conf.Configuration
 
 import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
-import org.apache.spark.sql.execution.streaming.state.{RockstateSparkBridge, RocksDBDataEncoder, RocksDBStateEncoder, RocksDBValueStateEncoder, StateStore, StateStoreId}
+import org.apache.spark.sql.execution.streaming.state.{RockstateSparkBridge, RocksDBDataEncoder, RocksDBStateEncoder, RocksDBValueStateEncoder, StateStore, StateStoreId, StateStoreProvider}
 import org.apache.spark.sql.types.StructType
 
 /** What differs in Spark 4.2 and 4.3 outside the provider and store signatures. */
@@ -22,4 +22,8 @@ object SparkLine {
 
   def reportSnapshotUploaded(id: StateStoreId, hadoopConf: Configuration, version: Long): Unit =
     RockstateSparkBridge.reportSnapshotUploaded(id, hadoopConf, version)
+
+  /** A store of Spark's own provider starting from empty state at `version` (a rewrite). */
+  def openEmptyStore(provider: StateStoreProvider, version: Long): StateStore =
+    provider.getStore(version, None, forceSnapshotOnCommit = true, loadEmpty = true)
 }

@@ -1,0 +1,436 @@
+"""Rescaling and migrating a stopped query's state: one rewrite, as a Spark job.
+
+``rescale(spark, checkpoint, partitions=N)`` gives a stateful query a new shuffle partition
+count; ``migrate(spark, checkpoint, to=...)`` moves its state to another state store provider
+(into rockstate, or out of it to Spark's RocksDB provider), optionally with a new count.
+
+Both follow the protocol of Spark's own offline repartition (4.2+): the state of the newest
+committed batch ``B`` is read through Spark's ``statestore`` source (so any provider can be
+read), repartitioned with Spark's own hash partitioning of each operator's partition key (the
+shuffle of the restarted query sends every key to the partition that holds it), and written
+by the target provider as the whole state of version ``L + 1`` of every new partition, where
+``L = B + 1`` is a new batch that reads no input. Then comes the new offset log entry ``L``
+(the offsets of ``B``, the new partition count and provider in its confs) and the commit
+entry ``L``, written last.
+
+The state is written before the offset log entry names it: partitions the query already has
+get version ``L + 1`` in place (older than any version the query commits later, and of two
+attempts of a version the one written last is the version), new partitions are written under
+``_rockstate_rewrite/<L>/`` and moved into ``state/`` once every store is written. A rewrite
+killed before the offset log entry leaves a checkpoint that restarts exactly as before, and a
+rewrite run again completes (it also finishes one killed between the offset and commit
+entries). Partition folders a smaller count no longer uses are moved aside
+(``state/<op>/_retired/``) after the commit: Spark's state reader counts partitions by folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import fsspec
+
+from rockstate.errors import RockstateError
+from rockstate.session import PROVIDER_CLASS, PROVIDER_KEY
+
+SHUFFLE_PARTITIONS_KEY = "spark.sql.shuffle.partitions"
+SPARK_ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+SPARK_HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+
+# Providers a rewrite can write, by the names the API and CLI take.
+TARGETS = {"rockstate": PROVIDER_CLASS, "spark-rocksdb": SPARK_ROCKSDB}
+
+# Stateful operators whose state a rewrite moves, by the name Spark records in the operator
+# metadata. transformWithState keeps one column family per state variable with a partition key
+# of its own per family kind; it is refused until that is written.
+_MOVABLE = {
+    "stateStoreSave",  # streaming aggregation
+    "dedupe",
+    "dedupeWithinWatermark",
+    "sessionWindowStateStoreSaveExec",
+    "symmetricHashJoin",
+    "flatMapGroupsWithState",
+    "applyInPandasWithState",
+}
+_RETIRED = "_retired"
+_STAGING = "_rockstate_rewrite"
+
+
+@dataclass(frozen=True)
+class StoreRewrite:
+    """One store of one operator, as rewritten."""
+
+    operator_id: int
+    operator_name: str
+    store_name: str
+    keys: int  # keys written, over every new partition
+    keys_per_partition: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class RewriteResult:
+    checkpoint: str
+    read_batch: int  # B: the committed batch whose state was read
+    batch_id: int  # L: the rewrite's own batch, committed last
+    partitions_before: int
+    partitions: int
+    provider_before: str
+    provider: str
+    stores: tuple[StoreRewrite, ...]
+    seconds: float
+
+    @property
+    def keys(self) -> int:
+        return sum(s.keys for s in self.stores)
+
+
+@dataclass(frozen=True)
+class _Store:
+    operator_id: int
+    operator_name: str
+    store_name: str
+    num_cols_prefix_key: int
+
+
+def rescale(spark: Any, checkpoint: str, partitions: int, **kwargs: Any) -> RewriteResult:
+    """Rewrites a stopped query's state for ``partitions`` shuffle partitions; the query then
+    restarts with that many (Spark takes the count from the checkpoint, not the session)."""
+    return rewrite(spark, checkpoint, partitions=partitions, **kwargs)
+
+
+def migrate(spark: Any, checkpoint: str, to: str, partitions: int | None = None,
+            **kwargs: Any) -> RewriteResult:
+    """Moves a stopped query's state to the provider ``to`` (``"rockstate"`` or
+    ``"spark-rocksdb"``), optionally with a new partition count in the same step."""
+    if to not in TARGETS:
+        raise RockstateError(f"rockstate: cannot migrate to {to!r}; the targets are "
+                             f"{', '.join(sorted(TARGETS))}.")
+    return rewrite(spark, checkpoint, partitions=partitions, provider=TARGETS[to], **kwargs)
+
+
+def rewrite(spark: Any, checkpoint: str, *, partitions: int | None = None,
+            provider: str | None = None,
+            storage_options: dict[str, Any] | None = None) -> RewriteResult:
+    """Rewrites the state of the stopped query at ``checkpoint`` (the location Spark was
+    given) for ``partitions`` and/or ``provider`` as a new committed batch; see the module."""
+    started = time.monotonic()
+    ckpt = _Checkpoint(checkpoint, storage_options or {})
+    _refuse_running(spark, ckpt)
+    if partitions is not None and partitions < 1:
+        raise RockstateError(f"rockstate: partitions must be at least 1, got {partitions}.")
+    if provider is not None and provider not in TARGETS.values():
+        raise RockstateError(f"rockstate: cannot write state with {provider}; the providers "
+                             f"a rewrite writes are {', '.join(sorted(TARGETS.values()))}.")
+
+    if provider is not None and provider != PROVIDER_CLASS:
+        _refuse_line_without_empty_loads(provider)
+    read_batch, batch, resumed = _batches(ckpt, partitions, provider)
+    confs = ckpt.confs(read_batch)
+    before_n = int(confs.get(SHUFFLE_PARTITIONS_KEY, "0"))
+    before_provider = confs.get(PROVIDER_KEY, SPARK_HDFS)
+    n = partitions if partitions is not None else before_n
+    target = provider if provider is not None else before_provider
+    if target not in TARGETS.values():
+        raise RockstateError(
+            f"rockstate: {checkpoint} runs on {before_provider}, which a rewrite cannot write; "
+            "migrate it with to='rockstate' or to='spark-rocksdb'.")
+    if not resumed and (n, target) == (before_n, before_provider):
+        ckpt.retire_partitions(before_n, batch - 1)
+        raise RockstateError(
+            f"rockstate: {checkpoint} already has {n} partitions on {target}; nothing to do.")
+    stores = _stores(ckpt, read_batch)
+    _refuse_state_ids(ckpt, read_batch)
+
+    # Folders at or past the count in effect hold no state of batch B: a shrink's leftovers
+    # (their move aside was interrupted) or an abandoned rewrite's partial output.
+    ckpt.retire_partitions(before_n, read_batch)
+    ckpt.remove(_STAGING)
+    new_confs = dict(confs)
+    new_confs[SHUFFLE_PARTITIONS_KEY] = str(n)
+    new_confs[PROVIDER_KEY] = target
+    staging = f"{_STAGING}/{batch}"
+    written = tuple(_rewrite_store(spark, ckpt, s, read_batch, batch, n, before_n, staging,
+                                   target, new_confs) for s in stores)
+    ckpt.move_staged(staging, before_n)
+    if not resumed:
+        ckpt.publish(f"offsets/{batch}", ckpt.offsets_entry(read_batch, new_confs))
+    ckpt.publish(f"commits/{batch}", ckpt.read(f"commits/{read_batch}"))
+    ckpt.retire_partitions(n, batch)
+    return RewriteResult(checkpoint, read_batch, batch, before_n, n, before_provider, target,
+                         written, time.monotonic() - started)
+
+
+def _refuse_line_without_empty_loads(provider: str) -> None:
+    import pyspark
+
+    from rockstate.spark_lines import find, line_of
+
+    line = find(pyspark.__version__)
+    if line is not None and not line.rewrites_into_spark:
+        raise RockstateError(
+            f"rockstate: writing state with {provider} needs Spark 4.2 or later (Spark's "
+            "providers start a chosen version from empty state from 4.2 on); this is pyspark "
+            f"{pyspark.__version__} (Spark {line_of(pyspark.__version__)}). Run the migration "
+            "with pyspark 4.2+ (nothing was written).")
+
+
+def _batches(ckpt: _Checkpoint, partitions: int | None, provider: str | None
+             ) -> tuple[int, int, bool]:
+    """(B, L, whether L's offset entry exists already: an interrupted rewrite to finish)."""
+    committed = ckpt.numbered("commits")
+    offsets = ckpt.numbered("offsets")
+    if not committed:
+        raise RockstateError(f"rockstate: {ckpt.url} has no committed batch; run the query "
+                             "until a batch commits, stop it, then rewrite its state.")
+    last_commit, last_offset = max(committed), max(offsets)
+    if last_offset == last_commit:
+        return last_commit, last_commit + 1, False
+    if last_offset == last_commit + 1 and _is_rewrite_batch(ckpt, last_offset):
+        recorded = ckpt.confs(last_offset)
+        wanted = (partitions if partitions is not None else
+                  int(recorded[SHUFFLE_PARTITIONS_KEY]),
+                  provider if provider is not None else recorded.get(PROVIDER_KEY))
+        got = (int(recorded[SHUFFLE_PARTITIONS_KEY]), recorded.get(PROVIDER_KEY))
+        if wanted != got:
+            raise RockstateError(
+                f"rockstate: batch {last_offset} of {ckpt.url} is an interrupted rewrite to "
+                f"{got[0]} partitions on {got[1]}; finish it first (run the same rewrite "
+                "again), then rewrite to anything else.")
+        return last_commit, last_offset, True
+    raise RockstateError(
+        f"rockstate: batch {last_offset} of {ckpt.url} has started but not committed (the query "
+        "is running, or stopped mid-batch). Restart the query until that batch commits, stop "
+        "it, then rewrite its state (nothing was written).")
+
+
+def _is_rewrite_batch(ckpt: _Checkpoint, batch: int) -> bool:
+    """A batch that reads no input and changes the partition count or provider (Spark's own
+    offline repartition makes the same kind of batch)."""
+    if batch == 0:
+        return False
+    before, after = ckpt.offsets_body(batch - 1), ckpt.offsets_body(batch)
+    a, b = ckpt.confs(batch - 1), ckpt.confs(batch)
+    changed = (a.get(SHUFFLE_PARTITIONS_KEY), a.get(PROVIDER_KEY)) != \
+        (b.get(SHUFFLE_PARTITIONS_KEY), b.get(PROVIDER_KEY))
+    return changed and before == after
+
+
+def _stores(ckpt: _Checkpoint, batch: int) -> list[_Store]:
+    stores = []
+    for op in ckpt.operators():
+        meta = ckpt.operator_metadata(op, batch)
+        name = meta["operatorInfo"]["operatorName"]
+        if name not in _MOVABLE:
+            raise RockstateError(
+                f"rockstate: operator {op} ({name}) of {ckpt.url} cannot be rescaled or "
+                "migrated: rockstate moves the state of aggregations, deduplication, session "
+                "windows, stream-stream joins and flatMapGroupsWithState / "
+                "applyInPandasWithState (nothing was written).")
+        for info in meta["stateStoreInfo"]:
+            stores.append(_Store(op, name, info["storeName"], int(info["numColsPrefixKey"])))
+    if not stores:
+        raise RockstateError(f"rockstate: {ckpt.url} has no stateful operator with operator "
+                             f"metadata at batch {batch}; a stateless query needs no rewrite.")
+    return stores
+
+
+def _refuse_state_ids(ckpt: _Checkpoint, batch: int) -> None:
+    entry = json.loads(ckpt.read(f"commits/{batch}").decode().splitlines()[1])
+    if entry.get("stateUniqueIds"):
+        raise RockstateError(
+            f"rockstate: {ckpt.url} uses Spark's state checkpoint format 2 (state ids in the "
+            "commit log); a rewrite writes format 1 checkpoints only (nothing was written).")
+
+
+def _partition_key(s: _Store, key_fields: list[str]) -> list[str]:
+    """The key fields Spark's shuffle hashes for a store's key (Spark's partition key)."""
+    if s.num_cols_prefix_key > 0:  # session windows: the key without the session start
+        return key_fields[:s.num_cols_prefix_key]
+    if s.store_name.endswith("-keyWithIndexToValue"):  # join values: the key without the index
+        return key_fields[:-1]
+    return key_fields
+
+
+def _rewrite_store(spark: Any, ckpt: _Checkpoint, s: _Store, read_batch: int, batch: int,
+                   n: int, new_from: int, staging: str, provider: str,
+                   confs: dict[str, str]) -> StoreRewrite:
+    from pyspark.sql import functions as F
+
+    session = _rewrite_session(spark)
+    state = (session.read.format("statestore")
+             .option("batchId", read_batch)
+             .option("operatorId", s.operator_id)
+             .option("storeName", s.store_name)
+             .load(ckpt.spark_url))
+    key_type = state.schema["key"].dataType
+    value_type = state.schema["value"].dataType
+    fields = _partition_key(s, [f.name for f in key_type.fields])
+    # Spark's HashPartitioning over the same values of the same types as the query's shuffle.
+    placed = state.select("key", "value").repartition(n, *[F.col("key")[f] for f in fields])
+    jconfs = session._jvm.java.util.HashMap()
+    for k, v in confs.items():
+        jconfs.put(k, v)
+    counts = session._jvm.io.rockstate.spark.rewrite.StateRewrite.write(
+        placed._jdf, ckpt.spark_path("state"), ckpt.spark_path(staging), new_from,
+        s.operator_id, s.store_name, batch, provider, key_type.json(), value_type.json(),
+        s.num_cols_prefix_key, jconfs)
+    per_partition = tuple(int(c) for c in counts)
+    if len(per_partition) != n:
+        raise RockstateError(f"rockstate: the rewrite of {s.store_name} of operator "
+                             f"{s.operator_id} wrote {len(per_partition)} partitions, not {n}.")
+    return StoreRewrite(s.operator_id, s.operator_name, s.store_name, sum(per_partition),
+                        per_partition)
+
+
+def _rewrite_session(spark: Any) -> Any:
+    """A session of the same application for the rewrite job: adaptive execution off, so
+    every one of the N shuffle partitions runs (an empty one still writes its empty state)."""
+    session = spark.newSession()
+    session.conf.set("spark.sql.adaptive.enabled", "false")
+    return session
+
+
+def _refuse_running(spark: Any, ckpt: _Checkpoint) -> None:
+    for q in spark.streams.active:
+        root = str(q._jsq.streamingQuery().resolvedCheckpointRoot())
+        if ckpt.same_location(root):
+            raise RockstateError(
+                f"rockstate: query {q.name or q.id} is running on {ckpt.url}; stop it first "
+                "(nothing was written).")
+
+
+class _Checkpoint:
+    """The checkpoint location, through fsspec, and the path Spark reads it by."""
+
+    def __init__(self, url: str, storage_options: dict[str, Any]) -> None:
+        self.url = url
+        scheme, sep, rest = url.partition("://")
+        if not sep:
+            self.spark_url = "file:" + os.path.abspath(url)
+            fs_url = os.path.abspath(url)
+        elif scheme == "file":
+            self.spark_url, fs_url = url, url
+        else:
+            self.spark_url = url
+            fs_url = ("s3://" + rest) if scheme == "s3a" else url
+        self.fs, self.root = fsspec.core.url_to_fs(fs_url, **storage_options)
+        if not self.fs.isdir(posixpath.join(self.root, "offsets")):
+            raise RockstateError(f"rockstate: {url} is not a streaming query's checkpoint "
+                                 "location (it has no offsets/ folder).")
+
+    def path(self, relative: str) -> str:
+        return posixpath.join(self.root, relative)
+
+    def spark_path(self, relative: str) -> str:
+        return self.spark_url.rstrip("/") + "/" + relative
+
+    def same_location(self, root: str) -> bool:
+        return root.rstrip("/").split("://")[-1].removeprefix("file:") == \
+            self.spark_url.rstrip("/").split("://")[-1].removeprefix("file:")
+
+    def read(self, relative: str) -> bytes:
+        try:
+            return self.fs.cat_file(self.path(relative))
+        except FileNotFoundError:
+            raise RockstateError(f"rockstate: {self.url} has no {relative}; the checkpoint is "
+                                 "incomplete.") from None
+
+    def numbered(self, folder: str) -> list[int]:
+        path = self.path(folder)
+        if not self.fs.isdir(path):
+            return []
+        names = (posixpath.basename(p.rstrip("/")) for p in self.fs.ls(path, detail=False))
+        return [int(n) for n in names if n.isdigit()]
+
+    def offsets_lines(self, batch: int) -> list[str]:
+        lines = self.read(f"offsets/{batch}").decode().split("\n")
+        if len(lines) < 2 or not lines[0].startswith("v"):
+            raise RockstateError(f"rockstate: offsets/{batch} of {self.url} is not a Spark "
+                                 "offset log entry.")
+        return lines
+
+    def confs(self, batch: int) -> dict[str, str]:
+        return dict(json.loads(self.offsets_lines(batch)[1]).get("conf", {}))
+
+    def offsets_body(self, batch: int) -> list[str]:
+        """An entry's source offsets (every line after the metadata)."""
+        return self.offsets_lines(batch)[2:]
+
+    def offsets_entry(self, batch: int, confs: dict[str, str]) -> bytes:
+        """Batch ``batch``'s offset log entry with ``confs``: the same offsets, watermark and
+        timestamp (the rewrite batch reads no input)."""
+        lines = self.offsets_lines(batch)
+        meta = json.loads(lines[1])
+        meta["conf"] = confs
+        return "\n".join([lines[0], json.dumps(meta, separators=(",", ":")), *lines[2:]]
+                         ).encode()
+
+    def operators(self) -> list[int]:
+        state = self.path("state")
+        if not self.fs.isdir(state):
+            return []
+        names = (posixpath.basename(p.rstrip("/")) for p in self.fs.ls(state, detail=False))
+        return sorted(int(n) for n in names if n.isdigit())
+
+    def operator_metadata(self, op: int, batch: int) -> dict:
+        """The operator's metadata as of ``batch``: the newest versioned (v2, written by
+        transformWithState) entry at or before it, else the one v1 file."""
+        v2 = f"state/{op}/_metadata/v2"
+        written = [b for b in self.numbered(v2) if b <= batch]
+        relative = f"{v2}/{max(written)}" if written else f"state/{op}/_metadata/metadata"
+        if not self.fs.exists(self.path(relative)):
+            raise RockstateError(
+                f"rockstate: operator {op} of {self.url} has no operator metadata "
+                f"({relative}); it was written by a Spark older than 4.0 or the query ran with "
+                "spark.sql.streaming.stateStore.stateSchemaCheck off. Run one batch on "
+                "Spark 4 to write it, then rewrite (nothing was written).")
+        lines = self.read(relative).decode().splitlines()
+        return json.loads(lines[1])
+
+    def publish(self, relative: str, data: bytes) -> None:
+        """Writes a log entry under a temporary name, then renames it into place: Spark never
+        sees half an entry. An entry that exists already must hold the same bytes."""
+        path = self.path(relative)
+        if self.fs.exists(path):
+            if self.fs.cat_file(path) != data:
+                raise RockstateError(f"rockstate: {self.url} already has a different "
+                                     f"{relative}; another query or rewrite wrote it.")
+            return
+        tmp = self.path(posixpath.join(posixpath.dirname(relative),
+                                       f".{posixpath.basename(relative)}.{uuid.uuid4()}.tmp"))
+        self.fs.pipe_file(tmp, data)
+        self.fs.mv(tmp, path)
+
+    def remove(self, relative: str) -> None:
+        if self.fs.exists(self.path(relative)):
+            self.fs.rm(self.path(relative), recursive=True)
+
+    def move_staged(self, staging: str, new_from: int) -> None:
+        """Moves the new partitions' folders (``new_from`` and up) from ``staging`` into
+        ``state/``, then removes ``staging``."""
+        root = self.path(staging)
+        for op_dir in (self.fs.ls(root, detail=False) if self.fs.isdir(root) else []):
+            op = posixpath.basename(op_dir.rstrip("/"))
+            for p in self.fs.ls(op_dir, detail=False):
+                part = posixpath.basename(p.rstrip("/"))
+                if part.isdigit() and int(part) >= new_from:
+                    self.fs.mv(p, self.path(f"state/{op}/{part}"), recursive=True)
+        self.remove(_STAGING)
+
+    def retire_partitions(self, n: int, batch: int) -> None:
+        """Moves partition folders ``n`` and up of every operator to
+        ``state/<op>/_retired/<batch>-<partition>``: no state the query reads is there, and
+        Spark's state reader counts partitions by folder."""
+        for op in self.operators():
+            base = self.path(f"state/{op}")
+            for p in self.fs.ls(base, detail=False):
+                name = posixpath.basename(p.rstrip("/"))
+                if name.isdigit() and int(name) >= n and self.fs.isdir(p):
+                    target = posixpath.join(base, _RETIRED, f"{batch}-{name}")
+                    self.fs.makedirs(posixpath.dirname(target), exist_ok=True)
+                    self.fs.mv(p, target, recursive=True)

@@ -1,0 +1,308 @@
+"""Rescaling and migration: a query runs part of its input, stops, its state is rewritten (a new
+partition count, another provider, or both), it runs the rest, and its output and final state
+equal an oracle (Spark's HDFS provider) that ran the whole input without the change. Every key
+sits in the partition Spark's shuffle sends it to. On `local-cluster`: the rewrite's tasks run
+in real executor JVMs. Then what is refused, and a rewrite killed (SIGKILL) midway.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from pyspark.sql import functions as F
+
+import rockstate
+from rockstate.rewrite import SPARK_ROCKSDB, migrate, rescale
+from rockstate.spark_lines import find
+from streams import (
+    HDFS,
+    PROVIDER_KEY,
+    StreamRun,
+    assert_checkpoint_sound,
+    assert_same_outputs,
+    run_stream,
+)
+from test_operators import SCHEMA, _join, _sided, events, pandas_count_until_timeout
+
+# Every key is in state before the change and gets new input after it.
+BATCHES = [events(b, keys) for b, keys in enumerate(
+    ["abcdefghijkl", "mnopabcd", "efghqrst", "abcmnoqr", "defghijklmnopqrst", "aabbcc"])]
+RESTART_AT = 3
+SPARK_LINE = find(__import__("pyspark").__version__)
+
+
+KINDS: dict[str, tuple[Callable, list, str, int, tuple]] = {
+    # name: (build, batches, output mode, sources, state reads)
+    "aggregation": (lambda s: s.groupBy("key").agg(F.sum("value").alias("total")),
+                    BATCHES, "update", 1, ({},)),
+    "dedup": (lambda s: s.dropDuplicates(["key"]), BATCHES, "append", 1, ({},)),
+    "dedup-within-watermark": (
+        lambda s: s.withWatermark("ts", "10 minutes").dropDuplicatesWithinWatermark(["key"]),
+        BATCHES, "append", 1, ({},)),
+    # A gap longer than the pause between batches: sessions open at the change merge with events
+    # after it (a session in the wrong partition would not).
+    "session-window": (lambda s: s.withWatermark("ts", "5 minutes").groupBy(
+        F.session_window("ts", "4 minutes"), "key").agg(F.sum("value").alias("total")),
+        BATCHES, "append", 1, ({},)),
+    # Both sides' keyToNumValues and keyWithIndexToValue stores: four stores.
+    "join": (_join("left_outer"), _sided(BATCHES), "append", 2,
+             ({"joinSide": "left"}, {"joinSide": "right"})),
+    "apply-in-pandas-with-state": (pandas_count_until_timeout, BATCHES, "append", 1, ({},)),
+}
+
+# change: (provider the query starts on, partitions it starts with, the rewrite, the provider
+# and partitions after it)
+CHANGES: dict[str, tuple[str, int, Callable, str, int]] = {
+    "rescale-4-to-7": (rockstate.PROVIDER_CLASS, 4,
+                       lambda spark, ckpt: rescale(spark, ckpt, 7), rockstate.PROVIDER_CLASS, 7),
+    "rescale-8-to-3": (rockstate.PROVIDER_CLASS, 8,
+                       lambda spark, ckpt: rescale(spark, ckpt, 3), rockstate.PROVIDER_CLASS, 3),
+    "from-hdfs": (HDFS, 4, lambda spark, ckpt: migrate(spark, ckpt, to="rockstate"),
+                  rockstate.PROVIDER_CLASS, 4),
+    "from-spark-rocksdb-4-to-7": (
+        SPARK_ROCKSDB, 4, lambda spark, ckpt: migrate(spark, ckpt, to="rockstate", partitions=7),
+        rockstate.PROVIDER_CLASS, 7),
+    "to-spark-rocksdb-8-to-3": (
+        rockstate.PROVIDER_CLASS, 8,
+        lambda spark, ckpt: migrate(spark, ckpt, to="spark-rocksdb", partitions=3),
+        SPARK_ROCKSDB, 3),
+}
+
+_oracles: dict[str, StreamRun] = {}
+
+
+def _oracle(spark, workdir: Path, kind: str) -> StreamRun:
+    """The oracle of a kind, run once per session: its output does not depend on the partition
+    count, and its state is compared without partition ids."""
+    if kind not in _oracles:
+        build, batches, mode, sources, _ = KINDS[kind]
+        _oracles[kind] = run_stream(spark, HDFS, build, batches, workdir=workdir,
+                                    name=f"oracle-{kind}", schema=SCHEMA, output_mode=mode,
+                                    sources=sources)
+    return _oracles[kind]
+
+
+def _state(spark, checkpoint, **options: str) -> list[tuple]:
+    reader = spark.read.format("statestore")
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    df = reader.load(str(checkpoint))
+    return sorted(tuple(r) for r in df.select("key", "value").collect())
+
+
+def _misplaced(spark, checkpoint, partitions: int, **options: str) -> list[tuple]:
+    """Rows whose partition is not where Spark's shuffle sends their key (Spark's `hash` of the
+    grouping key: every case here groups by one column, the key's first field)."""
+    reader = spark.read.format("statestore")
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    df = reader.load(str(checkpoint))
+    first = df.schema["key"].dataType.fields[0].name
+    placed = df.select(F.col(f"key.{first}").alias("k"), "partition_id",
+                       F.expr(f"pmod(hash(key.{first}), {partitions})").alias("wanted"))
+    return [tuple(r) for r in placed.where("partition_id != wanted").collect()]
+
+
+def _partition_folders(checkpoint: Path) -> dict[str, list[int]]:
+    return {op.name: sorted(int(p.name) for p in op.iterdir() if p.name.isdigit())
+            for op in (checkpoint / "state").iterdir() if op.name.isdigit()}
+
+
+# Rewriting into Spark's own providers needs 4.2+ (on 4.0/4.1 the refusal is tested below).
+MATRIX = sorted(c for c in CHANGES
+                if CHANGES[c][3] != SPARK_ROCKSDB or SPARK_LINE.rewrites_into_spark)
+
+
+@pytest.mark.parametrize("change", MATRIX)
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_rewritten_state_continues_like_the_oracle(cluster_spark, workdir: Path, kind: str,
+                                                   change: str):
+    spark = cluster_spark
+    build, batches, mode, sources, reads = KINDS[kind]
+    start_provider, start_n, rewrite, end_provider, end_n = CHANGES[change]
+    oracle = _oracle(spark, workdir, kind)
+    results = []
+
+    def relocate(query, checkpoint):
+        query.stop()
+        results.append(rewrite(spark, str(checkpoint)))
+        return checkpoint
+
+    mine = run_stream(spark, start_provider, build, batches, workdir=workdir, name=kind,
+                      schema=SCHEMA, output_mode=mode, sources=sources, restart_at=RESTART_AT,
+                      confs={"spark.sql.shuffle.partitions": str(start_n)}, relocate=relocate)
+    (result,) = results
+    assert (result.partitions_before, result.partitions) == (start_n, end_n)
+    assert result.batch_id == result.read_batch + 1
+    assert result.keys > 0 and all(len(s.keys_per_partition) == end_n for s in result.stores)
+    # The restarted query ran on what the rewrite recorded, not on the session's settings.
+    confs = rockstate.recorded_confs(mine.checkpoint)
+    assert (confs[PROVIDER_KEY], confs["spark.sql.shuffle.partitions"]) == \
+        (end_provider, str(end_n))
+    assert_same_outputs(oracle, mine, f"{kind} {change}")
+    for opts in reads:
+        assert _state(spark, oracle.checkpoint, **opts), f"{kind}: the oracle's state is empty"
+        assert _state(spark, mine.checkpoint, **opts) == _state(spark, oracle.checkpoint, **opts)
+        assert _misplaced(spark, mine.checkpoint, end_n, **opts) == []
+    assert set(map(tuple, _partition_folders(Path(mine.checkpoint)).values())) == \
+        {tuple(range(end_n))}
+    if end_provider == rockstate.PROVIDER_CLASS:
+        assert_checkpoint_sound(spark, mine.checkpoint, retained=2)
+
+
+def _digest(checkpoint: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(checkpoint)): p.read_bytes()
+            for p in sorted(checkpoint.rglob("*")) if p.is_file()}
+
+
+def _stopped_query(spark, workdir: Path, name: str, partitions: int = 4,
+                   provider: str = rockstate.PROVIDER_CLASS) -> Path:
+    build, batches, mode, _, _ = KINDS["aggregation"]
+    run = run_stream(spark, provider, build, batches[:RESTART_AT], workdir=workdir, name=name,
+                     schema=SCHEMA, output_mode=mode,
+                     confs={"spark.sql.shuffle.partitions": str(partitions)})
+    return Path(run.checkpoint)
+
+
+def _refused(spark, checkpoint: Path, match: str, change: Callable | None = None) -> None:
+    """The rewrite fails with an error matching ``match`` and changes no file."""
+    before = _digest(checkpoint)
+    with pytest.raises(rockstate.RockstateError, match=match):
+        (change or (lambda s, c: rescale(s, c, 3)))(spark, str(checkpoint))
+    assert _digest(checkpoint) == before
+
+
+def test_what_a_rewrite_refuses(spark, workdir: Path):
+    checkpoint = _stopped_query(spark, workdir, "refusals")
+    _refused(spark, checkpoint, "already has 4 partitions", lambda s, c: rescale(s, c, 4))
+    _refused(spark, checkpoint, "at least 1", lambda s, c: rescale(s, c, 0))
+    _refused(spark, checkpoint, "cannot migrate to 'hdfs'",
+             lambda s, c: migrate(s, c, to="hdfs"))
+    _refused(spark, workdir, "not a streaming query's checkpoint location")
+    # A batch that started and did not commit (a running query, or one stopped mid-batch).
+    last = max(int(p.name) for p in (checkpoint / "commits").iterdir() if p.name.isdigit())
+    (checkpoint / "commits" / str(last)).rename(workdir / "commit-aside")
+    _refused(spark, checkpoint, f"batch {last} .* has started but not committed")
+    (workdir / "commit-aside").rename(checkpoint / "commits" / str(last))
+
+
+def test_a_running_query_is_refused(spark, workdir: Path):
+    mode = KINDS["aggregation"][2]
+    checkpoint = _stopped_query(spark, workdir, "running")
+    query = (spark.readStream.schema(SCHEMA).json(str(workdir / "running-src"))
+             .groupBy("key").agg(F.sum("value").alias("total"))
+             .writeStream.outputMode(mode).foreachBatch(lambda df, i: df.collect())
+             .option("checkpointLocation", str(checkpoint)).start())
+    try:
+        query.processAllAvailable()
+        _refused(spark, checkpoint, "is running on")
+    finally:
+        query.stop()
+
+
+def test_transform_with_state_is_refused(spark, tmp_path: Path):
+    fixture = Path(__file__).parent / "fixtures" / "transform-with-state" / "spark-4.0"
+    checkpoint = tmp_path / "checkpoint"
+    shutil.copytree(fixture / "checkpoint", checkpoint)
+    _refused(spark, checkpoint, r"operator 0 \(transformWithStateInPandasExec\) .* cannot be")
+
+
+def test_a_rewrite_into_spark_rocksdb_needs_spark_4_2(spark, workdir: Path):
+    """On 4.0/4.1 Spark's providers cannot start a version from empty state: refused up front.
+    From 4.2 on the same call rewrites (the oracle matrix runs it for every operator)."""
+    checkpoint = _stopped_query(spark, workdir, "exit", partitions=4)
+    exit_door = lambda s, c: migrate(s, c, to="spark-rocksdb")  # noqa: E731
+    if SPARK_LINE.rewrites_into_spark:
+        assert exit_door(spark, str(checkpoint)).provider == SPARK_ROCKSDB
+        assert rockstate.provider_class(checkpoint) == SPARK_ROCKSDB
+    else:
+        _refused(spark, checkpoint, "needs Spark 4.2 or later", exit_door)
+
+
+@pytest.mark.slow
+def test_the_cli_rescales_and_says_why_it_refuses(spark, workdir: Path):
+    checkpoint = _stopped_query(spark, workdir, "cli", partitions=4)
+    before = _state(spark, checkpoint)
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "rockstate", "rescale", str(checkpoint),
+                               *args, "--master", "local[1]"], capture_output=True, text=True,
+                              timeout=600)
+
+    done = cli("--partitions", "3")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "4 -> 3 partitions" in done.stdout
+    assert rockstate.recorded_confs(checkpoint)["spark.sql.shuffle.partitions"] == "3"
+    assert _state(spark, checkpoint) == before
+    assert _misplaced(spark, checkpoint, 3) == []
+    again = cli("--partitions", "3")
+    assert again.returncode == 2 and "already has 3 partitions" in again.stderr
+
+
+def _kill_rescale_at(checkpoint: Path, partitions: int, pause: str, workdir: Path) -> None:
+    """Runs a rescale in a process of its own and SIGKILLs it (Python and its JVM) at
+    ``pause``."""
+    marker, log = workdir / f"paused-{pause}", workdir / f"child-{pause}.log"
+    with open(log, "w") as err:
+        child = subprocess.Popen(
+            [sys.executable, str(Path(__file__).parent / "rewrite_child.py"), str(checkpoint),
+             str(partitions), pause, str(marker)], start_new_session=True,
+            stdout=subprocess.DEVNULL, stderr=err)
+    deadline = time.monotonic() + 300
+    while not marker.exists():
+        assert child.poll() is None, log.read_text()[-3000:]
+        assert time.monotonic() < deadline, "the rescale never reached its pause point"
+        time.sleep(0.2)
+    os.killpg(child.pid, signal.SIGKILL)
+    child.wait(60)
+    assert child.returncode == -signal.SIGKILL
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pause,then", [("after-first-store", "restart-as-before"),
+                                        ("after-first-store", "rescale-again"),
+                                        ("before-commit", "rescale-again")])
+def test_a_rescale_killed_midway(cluster_spark, workdir: Path, pause: str, then: str):
+    """A join (four stores) rescaled 4 -> 7 in another process, SIGKILLed midway: the query
+    restarts as before, or the rescale run again completes; either way the output and state
+    equal the oracle's."""
+    spark = cluster_spark
+    build, batches, mode, sources, reads = KINDS["join"]
+    oracle = _oracle(spark, workdir, "join")
+    seen: dict[str, object] = {}
+
+    def relocate(query, checkpoint):
+        query.stop()
+        _kill_rescale_at(Path(checkpoint), 7, pause, workdir)
+        committed = sorted(int(p.name) for p in (Path(checkpoint) / "commits").iterdir()
+                           if p.name.isdigit())
+        offsets = sorted(int(p.name) for p in (Path(checkpoint) / "offsets").iterdir()
+                         if p.name.isdigit())
+        # Killed before its commit: the offset entry exists only when paused before commit.
+        assert (offsets[-1] > committed[-1]) == (pause == "before-commit")
+        if then == "rescale-again":
+            seen["result"] = rescale(spark, str(checkpoint), 7)
+        return checkpoint
+
+    mine = run_stream(spark, rockstate.PROVIDER_CLASS, build, batches, workdir=workdir,
+                      name=f"killed-{pause}", schema=SCHEMA, output_mode=mode, sources=sources,
+                      restart_at=RESTART_AT, confs={"spark.sql.shuffle.partitions": "4"},
+                      relocate=relocate)
+    partitions = 7 if then == "rescale-again" else 4
+    assert rockstate.recorded_confs(mine.checkpoint)["spark.sql.shuffle.partitions"] == \
+        str(partitions)
+    assert_same_outputs(oracle, mine, f"join killed {pause}, then {then}")
+    for opts in reads:
+        assert _state(spark, mine.checkpoint, **opts) == _state(spark, oracle.checkpoint, **opts)
+        assert _misplaced(spark, mine.checkpoint, partitions, **opts) == []
+    assert set(map(tuple, _partition_folders(Path(mine.checkpoint)).values())) == \
+        {tuple(range(partitions))}
+    assert_checkpoint_sound(spark, mine.checkpoint, retained=2)
