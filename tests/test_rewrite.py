@@ -156,6 +156,8 @@ def test_rewritten_state_continues_like_the_oracle(cluster_spark, workdir: Path,
         {tuple(range(end_n))}
     if end_provider == rockstate.PROVIDER_CLASS:
         assert_checkpoint_sound(spark, mine.checkpoint, retained=2)
+        report = rockstate.verify(str(mine.checkpoint))
+        assert report.ok, [str(p) for p in report.problems]
 
 
 def _digest(checkpoint: Path) -> dict[str, bytes]:

@@ -80,3 +80,56 @@ def test_executor_killed_with_the_checkpoint_on_s3_loses_nothing(cluster_spark, 
                      for p in mine.progress if p["batchId"] >= 3)
     assert downloaded > 0, "the lost partitions should have been restored from S3"
     assert rockstate.verify(_offline(s3, str(mine.checkpoint))).ok
+
+
+@pytest.mark.slow
+def test_a_savepoint_on_s3_restores_and_continues(spark, s3, workdir: Path):
+    """The savepoint on the S3 server (s3fs), restored to local disk; neither the original nor
+    the savepoint changes while the restored query runs."""
+    from test_savepoint import CASES, Relocation, digest, settled
+
+    class OnS3(Relocation):
+        def __call__(self, query, checkpoint):
+            self.saved = rockstate.stop_with_savepoint(
+                query, self.target, target_options=s3.storage_options())
+            self.frozen = {"original": settled(checkpoint), "savepoint": self._saved_digest()}
+            self.original = checkpoint
+            return rockstate.restore(self.target, str(self.workdir / "restored"),
+                                     storage_options=s3.storage_options())
+
+        def _saved_digest(self) -> dict[str, str]:
+            loc = CheckpointLocation(self.target, **s3.storage_options())
+            return {p: str(loc.fs.info(p)["size"]) + loc.fs.cat_file(p).hex()[:64]
+                    for p in sorted(loc.fs.find(loc.root))}
+
+        def assert_untouched(self) -> None:
+            assert self._saved_digest() == self.frozen["savepoint"], "the savepoint changed"
+            assert digest(self.original) == self.frozen["original"], "the original changed"
+
+    relocation = OnS3(workdir, s3.url("savepoints/agg", scheme="s3"), "stopped")
+    _, mine = assert_same_as_oracle(
+        spark, CASES["aggregation"][0], BATCHES, workdir=workdir, name="s3-savepoint",
+        schema=SCHEMA, restart_at=3, relocate=relocation)
+    assert str(mine.checkpoint) == str(workdir / "restored")
+    relocation.assert_untouched()
+    assert rockstate.verify(CheckpointLocation(relocation.target, **s3.storage_options())).ok
+
+
+@pytest.mark.slow
+def test_a_rescale_on_s3_places_every_key_like_the_oracle(spark, s3, workdir: Path):
+    """A checkpoint on S3 (rename = copy + delete) rescaled 4 -> 2: the oracle runs with the
+    session's 2 partitions, so the final state, partition ids included, must be its state."""
+    def rescale_to_2(query, checkpoint):
+        query.stop()
+        rockstate.rescale(spark, str(checkpoint), 2, storage_options=s3.storage_options())
+        return checkpoint
+
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "2"
+    _, mine = assert_same_as_oracle(
+        spark, lambda s: s.groupBy("key").agg(F.sum("value").alias("total")),
+        BATCHES, workdir=workdir, name="s3-rescale", schema=SCHEMA, restart_at=3,
+        checkpoint_root=s3.url("rescale"), storage_options=s3.storage_options(),
+        rockstate_confs={"spark.sql.shuffle.partitions": "4"}, relocate=rescale_to_2)
+    confs = rockstate.recorded_confs(str(mine.checkpoint).replace("s3a://", "s3://", 1),
+                                     **s3.storage_options())
+    assert confs["spark.sql.shuffle.partitions"] == "2"

@@ -18,7 +18,7 @@ import pytest
 from pyspark.sql import functions as F
 
 import rockstate
-from rockstate.savepoint import SAVEPOINT_FILE, check_savepoint
+from rockstate.savepoint import SAVEPOINT_FILE, SAVEPOINT_FORMAT, check_savepoint
 from streams import assert_same_as_oracle
 from test_operators import BATCHES, SCHEMA, _join, _sided
 
@@ -204,3 +204,24 @@ def test_cli_takes_verifies_and_restores_a_savepoint(tmp_path: Path, capsys):
     assert main(["restore", str(tmp_path / "sp"), str(tmp_path / "r"), "--keep-query-id"]) == 0
     assert (tmp_path / "r" / "metadata").read_text() == (ckpt / "metadata").read_text()
     assert main(["restore", str(tmp_path / "sp"), str(tmp_path / "r")]) == 2
+
+
+SAVEPOINT_FIXTURES = Path(__file__).parent / "fixtures" / "savepoint"
+
+
+def test_a_fixture_for_every_savepoint_format():
+    assert sorted(p.name for p in SAVEPOINT_FIXTURES.iterdir()) == \
+        [f"format-{n}" for n in range(1, SAVEPOINT_FORMAT + 1)]
+
+
+@pytest.mark.parametrize("fixture", sorted(p.name for p in SAVEPOINT_FIXTURES.iterdir()))
+def test_every_savepoint_format_checks_and_restores(fixture: str, tmp_path: Path):
+    """A savepoint written by an earlier rockstate (tests/fixtures/generate_savepoint.py)
+    checks clean, and restores to a location that reads as the checkpoint it was taken of."""
+    saved = SAVEPOINT_FIXTURES / fixture
+    assert check_savepoint(str(saved)) == []
+    assert rockstate.read_savepoint(str(saved)).batch_id == 2
+    restored = rockstate.restore(str(saved), str(tmp_path / "restored"))
+    for var in ("total", "items", "counts"):
+        assert rockstate.read_state(restored, state_var=var).to_pylist() == \
+            rockstate.read_state(str(FIXTURE), state_var=var).to_pylist()

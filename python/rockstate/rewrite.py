@@ -419,7 +419,7 @@ class _Checkpoint:
             for p in self.fs.ls(op_dir, detail=False):
                 part = posixpath.basename(p.rstrip("/"))
                 if part.isdigit() and int(part) >= new_from:
-                    self.fs.mv(p, self.path(f"state/{op}/{part}"), recursive=True)
+                    self._move_dir(p, self.path(f"state/{op}/{part}"))
         self.remove(_STAGING)
 
     def retire_partitions(self, n: int, batch: int) -> None:
@@ -433,4 +433,22 @@ class _Checkpoint:
                 if name.isdigit() and int(name) >= n and self.fs.isdir(p):
                     target = posixpath.join(base, _RETIRED, f"{batch}-{name}")
                     self.fs.makedirs(posixpath.dirname(target), exist_ok=True)
-                    self.fs.mv(p, target, recursive=True)
+                    self._move_dir(p, target)
+
+    def _move_dir(self, source: str, target: str) -> None:
+        """Moves a folder: one rename on a local disk; file by file (copy, then delete the
+        source) on an object store, where a move interrupted midway is completed by the next
+        run."""
+        local = "file" in (self.fs.protocol if isinstance(self.fs.protocol, tuple)
+                           else (self.fs.protocol,))
+        if local and not self.fs.exists(target):
+            self.fs.mv(source, target, recursive=True)
+            return
+        self.fs.invalidate_cache()  # Spark wrote these files, not this file system object
+        for path, info in self.fs.find(source, detail=True).items():
+            if info.get("type") != "file" or path.endswith("/"):
+                continue  # a directory marker object (Hadoop's s3a writes them)
+            dest = posixpath.join(target, posixpath.relpath(path, source))
+            if not self.fs.exists(dest):
+                self.fs.cp_file(path, dest)
+        self.fs.rm(source, recursive=True)

@@ -107,10 +107,11 @@ def _verify_checkpoints(loc: CheckpointLocation, report: VerifyReport) -> None:
                                            str(e)))
             continue
         for ack in checkpoint.stores:
-            path = posixpath.join(loc.root, ack.store_dir, ack.snapshot_manifest)
+            store_dir = loc.store_dir_at(ack.store_dir, checkpoint.version)
+            path = posixpath.join(loc.root, store_dir, ack.snapshot_manifest)
             if not loc.fs.exists(path):
                 report.problems.append(Problem(
-                    where, f"{ack.store_dir}/{ack.snapshot_manifest}",
+                    where, f"{store_dir}/{ack.snapshot_manifest}",
                     f"missing: the snapshot of operator {ack.operator} partition "
                     f"{ack.partition} store {ack.store} this completed checkpoint needs",
                     (checkpoint.version,)))
