@@ -142,12 +142,17 @@ def assert_checkpoint_sound(spark, checkpoint: Path | str, retained: int,
             assert not r["unreferenced"], r
 
 
-def state_rows(spark, checkpoint: Path, **options: str) -> list[tuple]:
-    """The latest committed state of an operator, read with Spark's state data source."""
+def state_frame(spark, checkpoint: Path | str, **options: str):
+    """Spark's state data source over a checkpoint, with ``options``."""
     reader = spark.read.format("statestore")
     for k, v in options.items():
         reader = reader.option(k, v)
-    df = reader.load(str(checkpoint))
+    return reader.load(str(checkpoint))
+
+
+def state_rows(spark, checkpoint: Path, **options: str) -> list[tuple]:
+    """The latest committed state of an operator, read with Spark's state data source."""
+    df = state_frame(spark, checkpoint, **options)
     # transformWithState's list and map state variables have columns of their own.
     cols = [c for c in df.columns if c in ("key", "value", "list_value", "user_map_key",
                                            "user_map_value", "partition_id")]

@@ -29,6 +29,7 @@ from streams import (
     assert_checkpoint_sound,
     assert_same_outputs,
     run_stream,
+    state_frame,
 )
 from test_operators import SCHEMA, _join, _sided, events, pandas_count_until_timeout
 
@@ -91,20 +92,15 @@ def _oracle(spark, workdir: Path, kind: str) -> StreamRun:
 
 
 def _state(spark, checkpoint, **options: str) -> list[tuple]:
-    reader = spark.read.format("statestore")
-    for k, v in options.items():
-        reader = reader.option(k, v)
-    df = reader.load(str(checkpoint))
+    """Keys and values, without partition ids (the oracle has its own partition count)."""
+    df = state_frame(spark, checkpoint, **options)
     return sorted(tuple(r) for r in df.select("key", "value").collect())
 
 
 def _misplaced(spark, checkpoint, partitions: int, **options: str) -> list[tuple]:
     """Rows whose partition is not where Spark's shuffle sends their key (Spark's `hash` of the
     grouping key: every case here groups by one column, the key's first field)."""
-    reader = spark.read.format("statestore")
-    for k, v in options.items():
-        reader = reader.option(k, v)
-    df = reader.load(str(checkpoint))
+    df = state_frame(spark, checkpoint, **options)
     first = df.schema["key"].dataType.fields[0].name
     placed = df.select(F.col(f"key.{first}").alias("k"), "partition_id",
                        F.expr(f"pmod(hash(key.{first}), {partitions})").alias("wanted"))
@@ -218,15 +214,21 @@ def test_transform_with_state_is_refused(spark, tmp_path: Path):
 
 
 def test_a_rewrite_into_spark_rocksdb_needs_spark_4_2(spark, workdir: Path):
-    """On 4.0/4.1 Spark's providers cannot start a version from empty state: refused up front.
-    From 4.2 on the same call rewrites (the oracle matrix runs it for every operator)."""
+    """On 4.0/4.1 Spark's providers cannot start a version from empty state: a migration into
+    Spark's RocksDB provider, and a rescale of a checkpoint on it, are refused up front. From
+    4.2 on the same calls rewrite (the oracle matrix runs the migration for every operator)."""
     checkpoint = _stopped_query(spark, workdir, "exit", partitions=4)
     exit_door = lambda s, c: migrate(s, c, to="spark-rocksdb")  # noqa: E731
+    on_spark = _stopped_query(spark, workdir, "on-spark", partitions=4, provider=SPARK_ROCKSDB)
     if SPARK_LINE.rewrites_into_spark:
         assert exit_door(spark, str(checkpoint)).provider == SPARK_ROCKSDB
         assert rockstate.provider_class(checkpoint) == SPARK_ROCKSDB
+        assert rescale(spark, str(on_spark), 3).provider == SPARK_ROCKSDB
+        assert rockstate.recorded_confs(on_spark)["spark.sql.shuffle.partitions"] == "3"
+        assert _misplaced(spark, on_spark, 3) == []
     else:
         _refused(spark, checkpoint, "needs Spark 4.2 or later", exit_door)
+        _refused(spark, on_spark, "needs Spark 4.2 or later")
 
 
 @pytest.mark.slow

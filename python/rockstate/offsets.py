@@ -12,6 +12,33 @@ import fsspec
 from rockstate.errors import RockstateError
 
 
+def log_entries(fs: Any, path: str) -> dict[int, str]:
+    """Spark's batch-numbered log entries (``<n>``, ``<n>.compact``) in ``path``: n -> name.
+    Hidden names (a writer's temporary files) are not entries."""
+    if not fs.isdir(path):
+        return {}
+    out = {}
+    for p in fs.ls(path, detail=False):
+        name = posixpath.basename(p.rstrip("/"))
+        if not name.startswith(".") and name.split(".")[0].isdigit():
+            out[int(name.split(".")[0])] = name
+    return out
+
+
+def entry_lines(data: bytes, path: str) -> list[str]:
+    """An offset log entry's lines: the log format version ("v1"), the batch metadata (JSON,
+    with the confs), then one line per source."""
+    lines = data.decode().split("\n")
+    if len(lines) < 2 or not lines[0].startswith("v"):
+        raise RockstateError(f"rockstate: {path} is not a Spark offset log file")
+    return lines
+
+
+def entry_confs(lines: list[str]) -> dict[str, str]:
+    """The session confs an offset log entry (its ``entry_lines``) recorded."""
+    return dict(json.loads(lines[1]).get("conf", {}))
+
+
 def recorded_confs(checkpoint_location: str | Path, batch_id: int | None = None,
                    **storage_options: Any) -> dict[str, str]:
     """The session confs Spark wrote into the offset log of ``batch_id`` (default: the latest),
@@ -22,21 +49,14 @@ def recorded_confs(checkpoint_location: str | Path, batch_id: int | None = None,
     """
     fs, root = fsspec.core.url_to_fs(str(checkpoint_location), **storage_options)
     offsets = posixpath.join(root, "offsets")
-    names = [posixpath.basename(p) for p in fs.ls(offsets, detail=False)] \
-        if fs.isdir(offsets) else []
-    batches = sorted(int(n) for n in names if n.isdigit())
+    batches = sorted(log_entries(fs, offsets))
     if not batches:
         raise RockstateError(
             f"rockstate: no offset log under {offsets}; has the query run a batch yet?"
         )
     chosen = batches[-1] if batch_id is None else batch_id
     path = posixpath.join(offsets, str(chosen))
-    lines = fs.cat_file(path).decode().splitlines()
-    # Line 0 is the log format version ("v1"), line 1 the batch metadata with the confs.
-    if len(lines) < 2 or not lines[0].startswith("v"):
-        raise RockstateError(f"rockstate: {path} is not a Spark offset log file")
-    meta = json.loads(lines[1])
-    return dict(meta.get("conf", {}))
+    return entry_confs(entry_lines(fs.cat_file(path), path))
 
 
 def provider_class(checkpoint_location: str | Path, **storage_options: Any) -> str:

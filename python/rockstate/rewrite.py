@@ -33,9 +33,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-import fsspec
-
 from rockstate.errors import RockstateError
+from rockstate.location import CheckpointLocation
+from rockstate.offsets import entry_confs, entry_lines, log_entries
 from rockstate.session import PROVIDER_CLASS, PROVIDER_KEY
 
 SHUFFLE_PARTITIONS_KEY = "spark.sql.shuffle.partitions"
@@ -127,8 +127,6 @@ def rewrite(spark: Any, checkpoint: str, *, partitions: int | None = None,
         raise RockstateError(f"rockstate: cannot write state with {provider}; the providers "
                              f"a rewrite writes are {', '.join(sorted(TARGETS.values()))}.")
 
-    if provider is not None and provider != PROVIDER_CLASS:
-        _refuse_line_without_empty_loads(provider)
     read_batch, batch, resumed = _batches(ckpt, partitions, provider)
     confs = ckpt.confs(read_batch)
     before_n = int(confs.get(SHUFFLE_PARTITIONS_KEY, "0"))
@@ -139,6 +137,8 @@ def rewrite(spark: Any, checkpoint: str, *, partitions: int | None = None,
         raise RockstateError(
             f"rockstate: {checkpoint} runs on {before_provider}, which a rewrite cannot write; "
             "migrate it with to='rockstate' or to='spark-rocksdb'.")
+    if target != PROVIDER_CLASS:
+        _refuse_line_without_empty_loads(target)
     if not resumed and (n, target) == (before_n, before_provider):
         ckpt.retire_partitions(before_n, batch - 1)
         raise RockstateError(
@@ -154,7 +154,8 @@ def rewrite(spark: Any, checkpoint: str, *, partitions: int | None = None,
     new_confs[SHUFFLE_PARTITIONS_KEY] = str(n)
     new_confs[PROVIDER_KEY] = target
     staging = f"{_STAGING}/{batch}"
-    written = tuple(_rewrite_store(spark, ckpt, s, read_batch, batch, n, before_n, staging,
+    session = _rewrite_session(spark)
+    written = tuple(_rewrite_store(session, ckpt, s, read_batch, batch, n, before_n, staging,
                                    target, new_confs) for s in stores)
     ckpt.move_staged(staging, before_n)
     if not resumed:
@@ -213,11 +214,11 @@ def _is_rewrite_batch(ckpt: _Checkpoint, batch: int) -> bool:
     offline repartition makes the same kind of batch)."""
     if batch == 0:
         return False
-    before, after = ckpt.offsets_body(batch - 1), ckpt.offsets_body(batch)
     a, b = ckpt.confs(batch - 1), ckpt.confs(batch)
     changed = (a.get(SHUFFLE_PARTITIONS_KEY), a.get(PROVIDER_KEY)) != \
         (b.get(SHUFFLE_PARTITIONS_KEY), b.get(PROVIDER_KEY))
-    return changed and before == after
+    # The source offsets: every line after the metadata.
+    return changed and ckpt.offsets_lines(batch - 1)[2:] == ckpt.offsets_lines(batch)[2:]
 
 
 def _stores(ckpt: _Checkpoint, batch: int) -> list[_Store]:
@@ -256,12 +257,11 @@ def _partition_key(s: _Store, key_fields: list[str]) -> list[str]:
     return key_fields
 
 
-def _rewrite_store(spark: Any, ckpt: _Checkpoint, s: _Store, read_batch: int, batch: int,
+def _rewrite_store(session: Any, ckpt: _Checkpoint, s: _Store, read_batch: int, batch: int,
                    n: int, new_from: int, staging: str, provider: str,
                    confs: dict[str, str]) -> StoreRewrite:
     from pyspark.sql import functions as F
 
-    session = _rewrite_session(spark)
     state = (session.read.format("statestore")
              .option("batchId", read_batch)
              .option("operatorId", s.operator_id)
@@ -305,7 +305,8 @@ def _refuse_running(spark: Any, ckpt: _Checkpoint) -> None:
 
 
 class _Checkpoint:
-    """The checkpoint location, through fsspec, and the path Spark reads it by."""
+    """The checkpoint location (a ``CheckpointLocation``, through fsspec) and the path Spark
+    reads it by."""
 
     def __init__(self, url: str, storage_options: dict[str, Any]) -> None:
         self.url = url
@@ -318,13 +319,16 @@ class _Checkpoint:
         else:
             self.spark_url = url
             fs_url = ("s3://" + rest) if scheme == "s3a" else url
-        self.fs, self.root = fsspec.core.url_to_fs(fs_url, **storage_options)
-        if not self.fs.isdir(posixpath.join(self.root, "offsets")):
+        self.loc = CheckpointLocation(fs_url, **storage_options)
+        self.fs = self.loc.fs
+        if not self.fs.isdir(self.path("offsets")):
             raise RockstateError(f"rockstate: {url} is not a streaming query's checkpoint "
                                  "location (it has no offsets/ folder).")
+        # Offset log entries read so far (an entry never changes once written).
+        self._entries: dict[int, list[str]] = {}
 
     def path(self, relative: str) -> str:
-        return posixpath.join(self.root, relative)
+        return self.loc._path(relative)
 
     def spark_path(self, relative: str) -> str:
         return self.spark_url.rstrip("/") + "/" + relative
@@ -341,25 +345,16 @@ class _Checkpoint:
                                  "incomplete.") from None
 
     def numbered(self, folder: str) -> list[int]:
-        path = self.path(folder)
-        if not self.fs.isdir(path):
-            return []
-        names = (posixpath.basename(p.rstrip("/")) for p in self.fs.ls(path, detail=False))
-        return [int(n) for n in names if n.isdigit()]
+        return list(log_entries(self.fs, self.path(folder)))
 
     def offsets_lines(self, batch: int) -> list[str]:
-        lines = self.read(f"offsets/{batch}").decode().split("\n")
-        if len(lines) < 2 or not lines[0].startswith("v"):
-            raise RockstateError(f"rockstate: offsets/{batch} of {self.url} is not a Spark "
-                                 "offset log entry.")
-        return lines
+        if batch not in self._entries:
+            relative = f"offsets/{batch}"
+            self._entries[batch] = entry_lines(self.read(relative), self.path(relative))
+        return self._entries[batch]
 
     def confs(self, batch: int) -> dict[str, str]:
-        return dict(json.loads(self.offsets_lines(batch)[1]).get("conf", {}))
-
-    def offsets_body(self, batch: int) -> list[str]:
-        """An entry's source offsets (every line after the metadata)."""
-        return self.offsets_lines(batch)[2:]
+        return entry_confs(self.offsets_lines(batch))
 
     def offsets_entry(self, batch: int, confs: dict[str, str]) -> bytes:
         """Batch ``batch``'s offset log entry with ``confs``: the same offsets, watermark and
@@ -371,11 +366,7 @@ class _Checkpoint:
                          ).encode()
 
     def operators(self) -> list[int]:
-        state = self.path("state")
-        if not self.fs.isdir(state):
-            return []
-        names = (posixpath.basename(p.rstrip("/")) for p in self.fs.ls(state, detail=False))
-        return sorted(int(n) for n in names if n.isdigit())
+        return self.loc.operators()
 
     def operator_metadata(self, op: int, batch: int) -> dict:
         """The operator's metadata as of ``batch``: the newest versioned (v2, written by

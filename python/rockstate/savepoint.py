@@ -34,6 +34,7 @@ import fsspec
 
 from rockstate.errors import CorruptCheckpointError, RockstateError
 from rockstate.location import CheckpointLocation, StoreRef
+from rockstate.offsets import log_entries
 
 SAVEPOINT_FILE = "_savepoint.json"
 _OPERATOR_METADATA_V2 = re.compile(r"^state/\d+/_metadata/v2/\d+$")
@@ -67,7 +68,7 @@ class Savepoint:
 
 def last_committed_batch(loc: CheckpointLocation) -> int:
     """The newest batch with a commit log entry; an error when there is none."""
-    commits = _numbered(loc.fs, loc._path("commits"))
+    commits = log_entries(loc.fs, loc._path("commits"))
     if not commits:
         raise RockstateError(f"{loc.url} has no committed batch (commits/ is empty); run the "
                              "query until a batch commits, then take the savepoint.")
@@ -281,22 +282,10 @@ def _number(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _numbered(fs: Any, path: str) -> dict[int, str]:
-    """Spark's batch-numbered log entries (``<n>``, ``<n>.compact``) in ``path``: n -> name."""
-    if not fs.isdir(path):
-        return {}
-    out = {}
-    for p in fs.ls(path, detail=False):
-        name = posixpath.basename(p)
-        if not name.startswith(".") and name.split(".")[0].isdigit():
-            out[int(name.split(".")[0])] = name
-    return out
-
-
 def _files_of(loc: CheckpointLocation, batch: int) -> list[str]:
     """Every path (relative to the checkpoint) restarting after ``batch`` needs."""
     out = ["metadata"]
-    logs = {log: _numbered(loc.fs, loc._path(log)) for log in ("offsets", "commits")}
+    logs = {log: log_entries(loc.fs, loc._path(log)) for log in ("offsets", "commits")}
     for log, entries in logs.items():
         out += [f"{log}/{name}" for n, name in sorted(entries.items()) if n <= batch]
     if batch not in logs["offsets"]:
