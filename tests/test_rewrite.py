@@ -7,6 +7,7 @@ in real executor JVMs. Then what is refused, and a rewrite killed (SIGKILL) midw
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -20,6 +21,9 @@ import pytest
 from pyspark.sql import functions as F
 
 import rockstate
+from rockstate import tws
+from rockstate.location import CheckpointLocation
+from rockstate.read import read_state, store_entries
 from rockstate.rewrite import SPARK_ROCKSDB, migrate, rescale
 from rockstate.spark_lines import find
 from streams import (
@@ -30,6 +34,7 @@ from streams import (
     assert_same_outputs,
     run_stream,
     state_frame,
+    state_rows,
 )
 from test_operators import SCHEMA, _join, _sided, events, pandas_count_until_timeout
 
@@ -206,11 +211,130 @@ def test_a_running_query_is_refused(spark, workdir: Path):
         query.stop()
 
 
-def test_transform_with_state_is_refused(spark, tmp_path: Path):
+def _family_rows(checkpoint: Path | str) -> dict[tuple[int, int, str], int]:
+    """Rows per (operator, partition, column family) in the newest version of every rockstate
+    store: transformWithState keeps timers and TTL indexes in families of their own, which
+    Spark's state reader does not show."""
+    loc = CheckpointLocation(str(checkpoint))
+    out = {}
+    for store in loc.stores():
+        version = loc.versions(store)[-1]
+        for family in loc.manifest(store, version).column_families:
+            out[(store.operator, store.partition, family)] = \
+                len(store_entries(loc, store, version, family))
+    return out
+
+
+# transformWithState (rockstate serves it on 4.0 and 4.1): (API, time mode, partitions before
+# and after). Event time keeps timers (both their indexes), processing time TTL indexes.
+TWS_CASES = {
+    "python-event-time-4-to-7": ("python", "EventTime", 4, 7),
+    "python-processing-time-8-to-3": ("python", "ProcessingTime", 8, 3),
+    "scala-event-time-8-to-3": ("scala", "EventTime", 8, 3),
+    "scala-processing-time-4-to-7": ("scala", "ProcessingTime", 4, 7),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TWS_CASES))
+def test_transform_with_state_rescaled_like_the_oracle(cluster_spark, workdir: Path, case: str):
+    """The query runs three batches on ``before`` partitions, is rescaled, and runs three more.
+    The oracle is Spark's RocksDB provider on ``after`` partitions from the start, so its
+    output, and its state of every variable and timer including partition ids, must be the
+    same; a rockstate query on ``after`` partitions from the start must hold as many rows in
+    each column family of each partition (TTL indexes included). On 4.2+, where only Spark's
+    provider runs transformWithState, such a checkpoint is refused with Spark's own way."""
+    from test_transform_with_state import _tws
+
+    spark = cluster_spark
+    api, mode, before, after = TWS_CASES[case]
+    build = _tws(api, mode)
+    # In processing time Spark runs a batch whenever idle: only batches with data.
+    confs = {} if mode == "EventTime" else {
+        "spark.sql.streaming.noDataMicroBatches.enabled": "false"}
+
+    def run(provider: str, name: str, partitions: int, **kwargs) -> StreamRun:
+        return run_stream(spark, provider, build, kwargs.pop("batches", BATCHES),
+                          workdir=workdir, name=name, schema=SCHEMA, output_mode="update",
+                          confs={**confs, "spark.sql.shuffle.partitions": str(partitions)},
+                          **kwargs)
+
+    if not SPARK_LINE.transform_with_state:
+        on_spark = run(SPARK_ROCKSDB, f"{case}-on-spark", before, batches=BATCHES[:1])
+        _refused(spark, Path(on_spark.checkpoint), "StreamingCheckpointManager.repartition",
+                 lambda s, c: rescale(s, c, after))
+        return
+    results = []
+
+    def relocate(query, checkpoint):
+        query.stop()
+        results.append(rescale(spark, str(checkpoint), after))
+        return checkpoint
+
+    oracle = run(SPARK_ROCKSDB, f"{case}-oracle", after)
+    reference = run(rockstate.PROVIDER_CLASS, f"{case}-reference", after)
+    mine = run(rockstate.PROVIDER_CLASS, case, before, restart_at=RESTART_AT, relocate=relocate)
+    (result,) = results
+    assert (result.partitions_before, result.partitions) == (before, after)
+    assert result.keys > 0
+    assert_same_outputs(oracle, mine, case)
+    reads = [{"stateVarName": v} for v in ("count", "seen", "perValue")]
+    if mode == "EventTime":
+        assert any(r[-1] is True for r in mine.all_rows()), "no timer fired after the rescale"
+        reads.append({"readRegisteredTimers": "true"})
+    for opts in reads:
+        assert state_rows(spark, oracle.checkpoint, **opts), f"{case}: {opts} is empty"
+        assert state_rows(spark, mine.checkpoint, **opts) == \
+            state_rows(spark, oracle.checkpoint, **opts), f"{case}: state {opts} differs"
+    assert _family_rows(mine.checkpoint) == _family_rows(reference.checkpoint)
+    assert set(map(tuple, _partition_folders(Path(mine.checkpoint)).values())) == \
+        {tuple(range(after))}
+    assert_checkpoint_sound(spark, mine.checkpoint, retained=2)
+    report = rockstate.verify(str(mine.checkpoint))
+    assert report.ok, [str(p) for p in report.problems]
+
+
+def test_transform_with_state_fixture_rescales_on_every_line(spark, tmp_path: Path):
+    """rockstate's transformWithState checkpoint written on 4.0 (value, list and map state in
+    one partition), rescaled to 3 partitions by this line's jar: every row of every variable
+    keeps its value and sits in partition pmod(hash(key), 3)."""
     fixture = Path(__file__).parent / "fixtures" / "transform-with-state" / "spark-4.0"
     checkpoint = tmp_path / "checkpoint"
     shutil.copytree(fixture / "checkpoint", checkpoint)
-    _refused(spark, checkpoint, r"operator 0 \(transformWithStateInPandasExec\) .* cannot be")
+    variables = sorted(tws.state_variables(CheckpointLocation(str(checkpoint)), 0))
+
+    def rows(var: str) -> list[dict]:
+        return read_state(str(checkpoint), 0, state_var=var).to_pylist()
+
+    before = {v: rows(v) for v in variables}
+    result = rescale(spark, str(checkpoint), 3)
+    assert (result.partitions_before, result.partitions) == (1, 3)
+    wanted = {r["k"]: r["p"] for r in spark.createDataFrame(
+        [(k,) for k in "abcd"], "k STRING").select(
+        "k", F.expr("pmod(hash(k), 3)").alias("p")).collect()}
+    assert len(set(wanted.values())) > 1, "the keys do not spread: the case tests nothing"
+    for v in variables:
+        after = rows(v)
+        assert _without_partition(after) == _without_partition(before[v]), v
+        assert {(r["key"]["key"], r["partition_id"]) for r in after} == \
+            {(r["key"]["key"], wanted[r["key"]["key"]]) for r in after}, v
+    assert rockstate.verify(str(checkpoint)).ok
+    # The operator metadata of the rescale's batch records the new count.
+    meta = json.loads((checkpoint / "state" / "0" / "_metadata" / "v2" / str(result.batch_id)
+                       ).read_text().splitlines()[1])
+    assert [i["numPartitions"] for i in meta["stateStoreInfo"]] == [3]
+
+
+def _without_partition(rows: list[dict]) -> list[str]:
+    return sorted(json.dumps({k: v for k, v in r.items() if k != "partition_id"},
+                             sort_keys=True) for r in rows)
+
+
+def test_transform_with_state_moves_within_rockstate_only(spark, tmp_path: Path):
+    fixture = Path(__file__).parent / "fixtures" / "transform-with-state" / "spark-4.0"
+    checkpoint = tmp_path / "checkpoint"
+    shutil.copytree(fixture / "checkpoint", checkpoint)
+    _refused(spark, checkpoint, r"operator 0 \(transformWithStateInPandasExec\) .* within "
+             "rockstate only", lambda s, c: migrate(s, c, to="spark-rocksdb", partitions=3))
 
 
 def test_a_rewrite_into_spark_rocksdb_needs_spark_4_2(spark, workdir: Path):

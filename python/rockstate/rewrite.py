@@ -46,8 +46,7 @@ SPARK_HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStor
 TARGETS = {"rockstate": PROVIDER_CLASS, "spark-rocksdb": SPARK_ROCKSDB}
 
 # Stateful operators whose state a rewrite moves, by the name Spark records in the operator
-# metadata. transformWithState keeps one column family per state variable with a partition key
-# of its own per family kind; it is refused until that is written.
+# metadata.
 _MOVABLE = {
     "stateStoreSave",  # streaming aggregation
     "dedupe",
@@ -56,6 +55,14 @@ _MOVABLE = {
     "symmetricHashJoin",
     "flatMapGroupsWithState",
     "applyInPandasWithState",
+}
+# transformWithState operators: one column family per state variable, timer and TTL index.
+# Their rows move as rockstate stores them, from rockstate to rockstate (where it serves them:
+# Spark 4.0 and 4.1).
+_TRANSFORM_WITH_STATE = {
+    "transformWithStateExec",
+    "transformWithStateInPandasExec",
+    "transformWithStateInPySparkExec",
 }
 _RETIRED = "_retired"
 _STAGING = "_rockstate_rewrite"
@@ -95,6 +102,10 @@ class _Store:
     operator_name: str
     store_name: str
     num_cols_prefix_key: int
+
+    @property
+    def column_families(self) -> bool:
+        return self.operator_name in _TRANSFORM_WITH_STATE
 
 
 def rescale(spark: Any, checkpoint: str, partitions: int, **kwargs: Any) -> RewriteResult:
@@ -137,13 +148,14 @@ def rewrite(spark: Any, checkpoint: str, *, partitions: int | None = None,
         raise RockstateError(
             f"rockstate: {checkpoint} runs on {before_provider}, which a rewrite cannot write; "
             "migrate it with to='rockstate' or to='spark-rocksdb'.")
+    stores = _stores(ckpt, read_batch)
+    _refuse_families_across_providers(ckpt, stores, before_provider, target)
     if target != PROVIDER_CLASS:
         _refuse_line_without_empty_loads(target)
     if not resumed and (n, target) == (before_n, before_provider):
         ckpt.retire_partitions(before_n, batch - 1)
         raise RockstateError(
             f"rockstate: {checkpoint} already has {n} partitions on {target}; nothing to do.")
-    stores = _stores(ckpt, read_batch)
     _refuse_state_ids(ckpt, read_batch)
 
     # Folders at or past the count in effect hold no state of batch B: a shrink's leftovers
@@ -160,6 +172,9 @@ def rewrite(spark: Any, checkpoint: str, *, partitions: int | None = None,
     ckpt.move_staged(staging, before_n)
     if not resumed:
         ckpt.publish(f"offsets/{batch}", ckpt.offsets_entry(read_batch, new_confs))
+    for op in sorted({s.operator_id for s in stores if s.column_families}):
+        ckpt.publish(f"state/{op}/_metadata/v2/{batch}",
+                     ckpt.operator_metadata_with_partitions(op, read_batch, n))
     ckpt.publish(f"commits/{batch}", ckpt.read(f"commits/{read_batch}"))
     ckpt.retire_partitions(n, batch)
     return RewriteResult(checkpoint, read_batch, batch, before_n, n, before_provider, target,
@@ -226,18 +241,35 @@ def _stores(ckpt: _Checkpoint, batch: int) -> list[_Store]:
     for op in ckpt.operators():
         meta = ckpt.operator_metadata(op, batch)
         name = meta["operatorInfo"]["operatorName"]
-        if name not in _MOVABLE:
+        if name not in _MOVABLE and name not in _TRANSFORM_WITH_STATE:
             raise RockstateError(
                 f"rockstate: operator {op} ({name}) of {ckpt.url} cannot be rescaled or "
                 "migrated: rockstate moves the state of aggregations, deduplication, session "
-                "windows, stream-stream joins and flatMapGroupsWithState / "
-                "applyInPandasWithState (nothing was written).")
+                "windows, stream-stream joins, flatMapGroupsWithState / "
+                "applyInPandasWithState and transformWithState (nothing was written).")
         for info in meta["stateStoreInfo"]:
             stores.append(_Store(op, name, info["storeName"], int(info["numColsPrefixKey"])))
     if not stores:
         raise RockstateError(f"rockstate: {ckpt.url} has no stateful operator with operator "
                              f"metadata at batch {batch}; a stateless query needs no rewrite.")
     return stores
+
+
+def _refuse_families_across_providers(ckpt: _Checkpoint, stores: list[_Store],
+                                      provider: str, target: str) -> None:
+    """transformWithState state moves as rockstate stores it: from rockstate to rockstate."""
+    for s in stores:
+        if s.column_families and (provider, target) != (PROVIDER_CLASS, PROVIDER_CLASS):
+            hint = (" For state on Spark's RocksDB provider, Spark 4.2+ has its own "
+                    "StreamingCheckpointManager.repartition." if provider == SPARK_ROCKSDB
+                    else "")
+            raise RockstateError(
+                f"rockstate: operator {s.operator_id} ({s.operator_name}) of {ckpt.url} is a "
+                f"transformWithState operator; its state is on {provider} and would be "
+                f"written by {target}. rockstate rescales transformWithState state within "
+                "rockstate only (Spark 4.0 and 4.1 run it on rockstate): moving it to another "
+                f"provider would re-encode every state variable, timer and TTL index.{hint} "
+                "Nothing was written.")
 
 
 def _refuse_state_ids(ckpt: _Checkpoint, batch: int) -> None:
@@ -262,6 +294,9 @@ def _rewrite_store(session: Any, ckpt: _Checkpoint, s: _Store, read_batch: int, 
                    confs: dict[str, str]) -> StoreRewrite:
     from pyspark.sql import functions as F
 
+    if s.column_families:
+        return _rewrite_families(session, ckpt, s, read_batch, batch, n, new_from, staging,
+                                 provider, confs)
     state = (session.read.format("statestore")
              .option("batchId", read_batch)
              .option("operatorId", s.operator_id)
@@ -272,13 +307,42 @@ def _rewrite_store(session: Any, ckpt: _Checkpoint, s: _Store, read_batch: int, 
     fields = _partition_key(s, [f.name for f in key_type.fields])
     # Spark's HashPartitioning over the same values of the same types as the query's shuffle.
     placed = state.select("key", "value").repartition(n, *[F.col("key")[f] for f in fields])
-    jconfs = session._jvm.java.util.HashMap()
-    for k, v in confs.items():
-        jconfs.put(k, v)
     counts = session._jvm.io.rockstate.spark.rewrite.StateRewrite.write(
         placed._jdf, ckpt.spark_path("state"), ckpt.spark_path(staging), new_from,
         s.operator_id, s.store_name, batch, provider, key_type.json(), value_type.json(),
-        s.num_cols_prefix_key, jconfs)
+        s.num_cols_prefix_key, _java_map(session, confs))
+    return _written(s, counts, n)
+
+
+def _rewrite_families(session: Any, ckpt: _Checkpoint, s: _Store, read_batch: int, batch: int,
+                      n: int, new_from: int, staging: str, provider: str,
+                      confs: dict[str, str]) -> StoreRewrite:
+    """A transformWithState store: every column family's rows move as rockstate stores them,
+    each to the new partition of the grouping key in it."""
+    from rockstate.tws import DUMMY_VALUE_SCHEMA, family_layouts
+
+    version = read_batch + 1  # the state version batch B committed
+    families: set[str] = set()
+    for store in ckpt.loc.stores(s.operator_id):
+        if store.name == s.store_name and store.partition < new_from:
+            families |= set(ckpt.loc.manifest(store, version).column_families)
+    key, layouts = family_layouts(ckpt.loc, s.operator_id, read_batch, families)
+    counts = session._jvm.io.rockstate.spark.rewrite.StateRewrite.writeStored(
+        session._jsparkSession, ckpt.spark_path("state"), ckpt.spark_path(staging), new_from,
+        s.operator_id, s.store_name, batch, provider, json.dumps(key),
+        json.dumps(DUMMY_VALUE_SCHEMA), _java_map(session, confs), json.dumps(layouts),
+        version, new_from, n)
+    return _written(s, counts, n)
+
+
+def _java_map(session: Any, values: dict[str, str]) -> Any:
+    out = session._jvm.java.util.HashMap()
+    for k, v in values.items():
+        out.put(k, v)
+    return out
+
+
+def _written(s: _Store, counts: Any, n: int) -> StoreRewrite:
     per_partition = tuple(int(c) for c in counts)
     if len(per_partition) != n:
         raise RockstateError(f"rockstate: the rewrite of {s.store_name} of operator "
@@ -382,6 +446,17 @@ class _Checkpoint:
                 "Spark 4 to write it, then rewrite (nothing was written).")
         lines = self.read(relative).decode().splitlines()
         return json.loads(lines[1])
+
+    def operator_metadata_with_partitions(self, op: int, batch: int, n: int) -> bytes:
+        """The versioned (v2) operator metadata as of ``batch`` with ``n`` partitions in each
+        store's entry (Spark's offline repartition writes the same for the rewrite batch)."""
+        v2 = f"state/{op}/_metadata/v2"
+        newest = max(b for b in self.numbered(v2) if b <= batch)
+        lines = self.read(f"{v2}/{newest}").decode().splitlines()
+        doc = json.loads(lines[1])
+        for info in doc["stateStoreInfo"]:
+            info["numPartitions"] = n
+        return "\n".join([lines[0], json.dumps(doc, separators=(",", ":"))]).encode()
 
     def publish(self, relative: str, data: bytes) -> None:
         """Writes a log entry under a temporary name, then renames it into place: Spark never

@@ -79,15 +79,18 @@ def v2_schemas(loc: CheckpointLocation, operator: int,
     return schemas[0], schemas[1]
 
 
-def family_schemas(loc: CheckpointLocation, operator: int,
-                   store: str = "default") -> dict[str, FamilySchema]:
-    """Every column family's schemas, from the newest schema file (format v3)."""
+def family_schemas(loc: CheckpointLocation, operator: int, store: str = "default",
+                   batch: int | None = None) -> dict[str, FamilySchema]:
+    """Every column family's schemas, from the newest schema file (format v3), or the newest
+    one written at or before ``batch``."""
     top = loc._path("state", str(operator), "_stateSchema", store)
     files = sorted((p for p in (loc.fs.ls(top, detail=False) if loc.fs.isdir(top) else [])
-                    if not posixpath.basename(p).startswith(".")),
+                    if not posixpath.basename(p).startswith(".")
+                    and (batch is None or int(posixpath.basename(p).split("_")[0]) <= batch)),
                    key=lambda p: int(posixpath.basename(p).split("_")[0]))
     if not files:
-        raise RockstateError(f"no state schema under {top}")
+        raise RockstateError(f"no state schema under {top}"
+                             + ("" if batch is None else f" written by batch {batch} or before"))
     data = loc.fs.cat_file(files[-1])
     out = {}
     try:

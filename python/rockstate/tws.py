@@ -23,12 +23,13 @@ from __future__ import annotations
 import json
 import posixpath
 import struct
+from typing import Any
 
 import pyarrow as pa
 
 from rockstate.errors import CorruptCheckpointError, RockstateError
 from rockstate.location import CheckpointLocation
-from rockstate.state_schema import FamilySchema
+from rockstate.state_schema import FamilySchema, family_schemas
 from rockstate.unsaferow import decode_rows
 
 ROW = 1  # the version byte before every row
@@ -97,3 +98,96 @@ def decode_variable(kind: str, family: FamilySchema, keys: list[bytes], values: 
                          "user_map_value": decode_rows(values, family.value, ROW),
                          "partition_id": pa.array(partitions, type=pa.int32())})
     raise RockstateError(f"state variables of kind {kind} are not supported yet")
+
+
+# The value schema Spark gives the default family of a transformWithState store (it holds no
+# rows: every state variable, timer and TTL index has a family of its own).
+DUMMY_VALUE_SCHEMA = {"type": "struct", "fields": [
+    {"name": "__dummy__", "type": "null", "nullable": True, "metadata": {}}]}
+
+
+def _shape(schema: Any) -> Any:
+    """A schema without nullability and metadata: what two families must agree on."""
+    if isinstance(schema, dict):
+        return {k: _shape(v) for k, v in schema.items() if k not in ("nullable", "metadata")}
+    if isinstance(schema, list):
+        return [_shape(v) for v in schema]
+    return schema
+
+
+def _at(schema: dict, path: list[int]) -> dict:
+    for i in path:
+        schema = schema["fields"][i]["type"]
+    return schema
+
+
+def _is_struct(schema: Any) -> bool:
+    return isinstance(schema, dict) and schema.get("type") == "struct"
+
+
+def _start(family: FamilySchema) -> list[int]:
+    """Where a family's key encoding puts the grouping key, or the struct that holds it: the
+    whole key (no prefix), the first field (a 1-column prefix: map state, a timer's key
+    index), the first field that is not an ordering field (range scans: a timer's time index,
+    TTL indexes; a map's TTL index keeps the map's whole key there)."""
+    encoder = family.key_encoder
+    kind = encoder.get("keyStateEncoderType")
+    if kind == "NoPrefixKeyStateEncoderSpec":
+        return []
+    if kind == "PrefixKeyScanStateEncoderSpec" and int(encoder.get("numColsPrefixKey", 0)) == 1:
+        return [0]
+    if kind == "RangeKeyScanStateEncoderSpec":
+        ordinals = set(encoder.get("orderingOrdinals", []))
+        rest = [i for i in range(len(family.key["fields"])) if i not in ordinals]
+        if rest:
+            return rest[:1]
+    raise RockstateError(f"column family {family.name} has key encoding {encoder}, which "
+                         "rockstate cannot place by grouping key (nothing was written).")
+
+
+def grouping_key_path(family: FamilySchema, grouping: dict) -> list[int]:
+    """The field ordinals from a family's key to its grouping key (``[]``: the key is the
+    grouping key), descending through first fields of composite keys until the schema is the
+    operator's ``grouping`` key schema."""
+    path = _start(family)
+    while _is_struct(_at(family.key, path)) and _shape(_at(family.key, path)) != _shape(grouping):
+        inner = _at(family.key, path)
+        if not inner["fields"] or not _is_struct(inner["fields"][0]["type"]):
+            break
+        path = [*path, 0]
+    if _shape(_at(family.key, path)) != _shape(grouping):
+        raise RockstateError(
+            f"column family {family.name} keeps no grouping key {json.dumps(_shape(grouping))} "
+            f"where its key encoding puts it (its key is {json.dumps(_shape(family.key))}); "
+            "rockstate cannot place its keys (nothing was written).")
+    return path
+
+
+def family_layouts(loc: CheckpointLocation, operator: int, batch: int,
+                   families: set[str]) -> tuple[dict, list[dict]]:
+    """The grouping key schema of a transformWithState operator and, for each of
+    ``families`` (the column families its stores hold), what a rewrite needs to place the
+    family's rows: its name, key and value schemas, key encoder (as the state schema file of
+    ``batch`` records them) and the path to the grouping key in its keys."""
+    schemas = family_schemas(loc, operator, batch=batch)
+    unknown = sorted(f for f in families if f not in schemas and f != "default")
+    if unknown:
+        raise RockstateError(
+            f"operator {operator} keeps state in column families {unknown}, which its state "
+            "schema does not describe; rockstate cannot place their keys (nothing was written).")
+    named = [schemas[f] for f in sorted(families - {"default"})]
+    # The grouping key: the whole key of a family without a prefix, else a prefix family's
+    # first field (a map state, a timer's key index: every variable and timer has one).
+    direct = [f for f in named if f.key_encoder.get("keyStateEncoderType") in
+              ("NoPrefixKeyStateEncoderSpec", "PrefixKeyScanStateEncoderSpec")]
+    if not direct:
+        raise RockstateError(f"operator {operator} has no state variable or timer whose "
+                             "keys name its grouping key (nothing was written).")
+    grouping = _at(direct[0].key, _start(direct[0]))
+    layouts = [{"name": "default", "keySchema": grouping, "valueSchema": DUMMY_VALUE_SCHEMA,
+                "keyEncoder": {"keyStateEncoderType": "NoPrefixKeyStateEncoderSpec"},
+                "groupingPath": []}] if "default" in families else []
+    layouts += [{"name": f.name, "keySchema": f.key, "valueSchema": f.value,
+                 "keyEncoder": f.key_encoder, "groupingPath": grouping_key_path(f, grouping)}
+                for f in named]
+    return grouping, layouts

@@ -24,15 +24,11 @@ final class ColumnFamilyCodec(val name: String, val id: Int, useColumnFamilies: 
     val spec: ColumnFamilySpec) {
 
   val prefix: Array[Byte] =
-    if (useColumnFamilies) Array(((id >> 8) & 0xff).toByte, (id & 0xff).toByte)
-    else Array.emptyByteArray
+    if (useColumnFamilies) ColumnFamilyCodec.prefixOf(id) else Array.emptyByteArray
 
   /** First key after this family's range, or None when the family is the whole key space. */
   val upperBound: Option[Array[Byte]] =
-    if (useColumnFamilies) {
-      val next = id + 1
-      Some(Array(((next >> 8) & 0xff).toByte, (next & 0xff).toByte))
-    } else None
+    if (useColumnFamilies) Some(ColumnFamilyCodec.prefixOf(id + 1)) else None
 
   private val dataEncoder = new UnsafeRowDataEncoder(spec.keySpec, spec.valueSchema)
   private val keyEncoder: RocksDBKeyStateEncoder = spec.keySpec.toEncoder(dataEncoder, useColumnFamilies)
@@ -49,8 +45,11 @@ final class ColumnFamilyCodec(val name: String, val id: Int, useColumnFamilies: 
     withPrefix(keyEncoder.encodePrefixKey(prefixKey))
 
   def decodeKey(bytes: Array[Byte]): UnsafeRow =
-    keyEncoder.decodeKey(if (prefix.isEmpty) bytes else java.util.Arrays.copyOfRange(
+    decodeStoredKey(if (prefix.isEmpty) bytes else java.util.Arrays.copyOfRange(
       bytes, prefix.length, bytes.length))
+
+  /** A key without its family id (as `SparkStateStore.storedRows` returns it). */
+  def decodeStoredKey(body: Array[Byte]): UnsafeRow = keyEncoder.decodeKey(body)
 
   def encodeValue(value: UnsafeRow): Array[Byte] = valueEncoder.encodeValue(value)
 
@@ -78,4 +77,9 @@ final class ColumnFamilyCodec(val name: String, val id: Int, useColumnFamilies: 
       System.arraycopy(body, 0, out, prefix.length, body.length)
       out
     }
+}
+
+object ColumnFamilyCodec {
+  /** The bytes before every key of family `id`: the id, 2 bytes big-endian. */
+  def prefixOf(id: Int): Array[Byte] = Array(((id >> 8) & 0xff).toByte, (id & 0xff).toByte)
 }

@@ -89,6 +89,42 @@ abstract class SparkStateStore(
 
   def allColumnFamilyNames: Set[String] = vdb.columnFamilyIds.keySet
 
+  /** Every family of the loaded version, with its id in this store. */
+  def familyIds: Map[String, Int] = vdb.columnFamilyIds
+
+  // ---- rows as stored: a rewrite moves them between partitions of one operator unchanged ----
+
+  /** Every row of a family as RocksDB holds it, its key without the family id. */
+  def storedRows(colFamilyName: String): StateStoreIterator[(Array[Byte], Array[Byte])] = {
+    val familyId = vdb.columnFamilyIds.getOrElse(colFamilyName,
+      throw new IllegalArgumentException(
+        s"rockstate: column family '$colFamilyName' does not exist in $id at version $version"))
+    val prefix = ColumnFamilyCodec.prefixOf(familyId)
+    val raw = vdb.rocksDB.scan(prefix, Some(ColumnFamilyCodec.prefixOf(familyId + 1)))
+    Option(TaskContext.get()).foreach(_.addTaskCompletionListener[Unit](_ => raw.close()))
+    new StateStoreIterator(raw.map { case (k, v) =>
+      (java.util.Arrays.copyOfRange(k, prefix.length, k.length), v)
+    }, () => raw.close())
+  }
+
+  /** Puts a row `storedRows` returned (of another partition's store), creating its family. */
+  def putStored(colFamilyName: String, key: Array[Byte], value: Array[Byte]): Unit = {
+    checkWritable("putStored")
+    checkFamilyName(colFamilyName)
+    val prefix = ColumnFamilyCodec.prefixOf(vdb.assignColumnFamily(colFamilyName))
+    val k = new Array[Byte](prefix.length + key.length)
+    System.arraycopy(prefix, 0, k, 0, prefix.length)
+    System.arraycopy(key, 0, k, prefix.length, key.length)
+    write(k, value, merge = false)
+  }
+
+  /** Creates a family without a schema (a rewrite recreates every family a store had). */
+  def createStoredFamily(colFamilyName: String): Unit = {
+    checkWritable("createStoredFamily")
+    checkFamilyName(colFamilyName)
+    vdb.assignColumnFamily(colFamilyName)
+  }
+
   // ---- reads ----
 
   override def get(key: UnsafeRow, colFamilyName: String): UnsafeRow = {

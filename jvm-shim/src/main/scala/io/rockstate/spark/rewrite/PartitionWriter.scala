@@ -6,10 +6,10 @@ import org.apache.hadoop.conf.Configuration
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection
-import org.apache.spark.sql.execution.streaming.state.{StateStore, StateStoreConf, StateStoreId, StateStoreProvider, StateStoreProviderId}
+import org.apache.spark.sql.execution.streaming.state.{ReadStateStore, StateStore, StateStoreConf, StateStoreId, StateStoreProvider, StateStoreProviderId}
 import org.apache.spark.sql.internal.SQLConf
 
-import io.rockstate.spark.SparkStateStoreProvider
+import io.rockstate.spark.{SparkStateStore, SparkStateStoreProvider}
 import io.rockstate.spark.line.SparkLine
 
 /**
@@ -27,18 +27,40 @@ object PartitionWriter {
    * checkpoint location. `rows` are (key struct, value struct).
    */
   def write(target: RewriteTarget, partitionId: Int, rows: Iterator[InternalRow],
-      hadoopConf: Configuration): Long = {
-    val sqlConf = new SQLConf
-    target.confs.foreach { case (k, v) => sqlConf.setConfString(k, v) }
-    sqlConf.setConfString(SQLConf.STATE_STORE_PROVIDER_CLASS.key, target.providerClass)
-    val storeConf = new StateStoreConf(sqlConf, Map.empty[String, String])
+      hadoopConf: Configuration): Long =
+    writeWith(target, partitionId, hadoopConf) { store =>
+      val key = UnsafeProjection.create(target.keySchema)
+      val value = UnsafeProjection.create(target.valueSchema)
+      val nKey = target.keySchema.length
+      val nValue = target.valueSchema.length
+      rows.foldLeft(0L) { (n, row) =>
+        store.put(key(row.getStruct(0, nKey)), value(row.getStruct(1, nValue)))
+        n + 1
+      }
+    }
+
+  /**
+   * The same for a store with column families (transformWithState): `rows` are as other
+   * partitions' stores of the same operator hold them, put unchanged; every family of
+   * `target.families` is created, holding rows or not, as the old partitions had it.
+   */
+  def writeStored(target: RewriteTarget, partitionId: Int, rows: Iterator[StoredRow],
+      hadoopConf: Configuration): Long =
+    writeWith(target, partitionId, hadoopConf) { store =>
+      val s = rockstateStore(store)
+      target.families.foreach(f => s.createStoredFamily(f.name))
+      rows.foldLeft(0L) { (n, row) =>
+        s.putStored(row.family, row.key, row.value)
+        n + 1
+      }
+    }
+
+  private def writeWith(target: RewriteTarget, partitionId: Int, hadoopConf: Configuration)(
+      fill: StateStore => Long): Long = {
     val id = StateStoreId(target.rootOf(partitionId), target.operatorId, partitionId,
       target.storeName)
-    def newProvider() = StateStoreProvider.createAndInit(
-      StateStoreProviderId(id, UUID.randomUUID()), target.keySchema, target.valueSchema,
-      target.keyEncoderSpec, false, storeConf, hadoopConf, false, None)
-    val written = writeAll(newProvider(), target, rows)
-    val readBack = countKeys(newProvider(), target.version + 1)
+    val written = writeAll(newProvider(target, id, hadoopConf), target, fill)
+    val readBack = countKeys(newProvider(target, id, hadoopConf), target, target.version + 1)
     if (readBack != written) {
       throw new IllegalStateException(s"rockstate: the rewrite wrote $written keys into " +
         s"version ${target.version + 1} of $id and read back $readBack; the rewrite stops " +
@@ -47,19 +69,24 @@ object PartitionWriter {
     written
   }
 
+  /** A provider of `target`'s class for store `id`, as the restarted query creates it. */
+  def newProvider(target: RewriteTarget, id: StateStoreId,
+      hadoopConf: Configuration): StateStoreProvider = {
+    val sqlConf = new SQLConf
+    target.confs.foreach { case (k, v) => sqlConf.setConfString(k, v) }
+    sqlConf.setConfString(SQLConf.STATE_STORE_PROVIDER_CLASS.key, target.providerClass)
+    val storeConf = new StateStoreConf(sqlConf, Map.empty[String, String])
+    StateStoreProvider.createAndInit(StateStoreProviderId(id, UUID.randomUUID()),
+      target.keySchema, target.valueSchema, target.keyEncoderSpec, target.useColumnFamilies,
+      storeConf, hadoopConf, false, None)
+  }
+
   private def writeAll(provider: StateStoreProvider, target: RewriteTarget,
-      rows: Iterator[InternalRow]): Long =
+      fill: StateStore => Long): Long =
     try {
       val store = openEmpty(provider, target.version)
       try {
-        val key = UnsafeProjection.create(target.keySchema)
-        val value = UnsafeProjection.create(target.valueSchema)
-        val nKey = target.keySchema.length
-        val nValue = target.valueSchema.length
-        val written = rows.foldLeft(0L) { (n, row) =>
-          store.put(key(row.getStruct(0, nKey)), value(row.getStruct(1, nValue)))
-          n + 1
-        }
+        val written = fill(store)
         store.commit()
         provider match {
           case r: SparkStateStoreProvider => r.awaitSnapshot(SnapshotWaitMs)
@@ -69,11 +96,27 @@ object PartitionWriter {
       } finally if (!store.hasCommitted) store.abort()
     } finally provider.close()
 
-  private def countKeys(provider: StateStoreProvider, version: Long): Long =
+  private def countKeys(provider: StateStoreProvider, target: RewriteTarget,
+      version: Long): Long =
     try {
       val store = provider.getReadStore(version)
-      try store.iterator().size.toLong finally store.abort()
+      try {
+        if (!target.useColumnFamilies) store.iterator().size.toLong
+        else {
+          val s = rockstateStore(store)
+          s.allColumnFamilyNames.toSeq.map { f =>
+            val rows = s.storedRows(f)
+            try rows.size.toLong finally rows.close()
+          }.sum
+        }
+      } finally store.abort()
     } finally provider.close()
+
+  private def rockstateStore(store: ReadStateStore): SparkStateStore = store match {
+    case s: SparkStateStore => s
+    case other => throw new UnsupportedOperationException(
+      s"rockstate: a store with column families is rewritten by rockstate only, not $other")
+  }
 
   private def openEmpty(provider: StateStoreProvider, version: Long): StateStore =
     provider match {

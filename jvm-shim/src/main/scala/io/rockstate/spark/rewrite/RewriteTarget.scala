@@ -14,6 +14,8 @@ import org.apache.spark.sql.types.StructType
  * @param providerClass    the state store provider that writes (and will read) the state
  * @param numColsPrefixKey the key's prefix columns (session windows), or 0
  * @param confs            the session confs the provider is created with (the offset log's)
+ * @param families         a transformWithState store's column families (their rows are moved
+ *                         as stored), or empty: a store without column families
  */
 final case class RewriteTarget(
     stateRoot: String,
@@ -26,7 +28,10 @@ final case class RewriteTarget(
     keySchema: StructType,
     valueSchema: StructType,
     numColsPrefixKey: Int,
-    confs: Map[String, String]) {
+    confs: Map[String, String],
+    families: Seq[FamilyLayout] = Nil) {
+
+  def useColumnFamilies: Boolean = families.nonEmpty
 
   /** The folder partition `partition`'s store is written under. */
   def rootOf(partition: Int): String = if (partition >= newFrom) stagingRoot else stateRoot

@@ -2,7 +2,7 @@ package io.rockstate.spark.rewrite
 
 import scala.jdk.CollectionConverters._
 
-import org.apache.spark.sql.Dataset
+import org.apache.spark.sql.{Dataset, SparkSession}
 import org.apache.spark.sql.types.{DataType, StructType}
 import org.apache.spark.util.SerializableConfiguration
 
@@ -23,6 +23,39 @@ object StateRewrite {
     }.collect()
   }
 
+  /**
+   * Rewrites a store with column families (transformWithState, rockstate to rockstate): reads
+   * every old partition's rows at `readVersion` as stored, sends each to the new partition of
+   * its grouping key, and writes each new partition as `target`; returns the rows written per
+   * new partition.
+   */
+  def writeStored(session: SparkSession, target: RewriteTarget, readVersion: Long,
+      partitionsBefore: Int, partitions: Int): Array[Long] = {
+    val hadoopConf = new SerializableConfiguration(
+      session.asInstanceOf[org.apache.spark.sql.classic.SparkSession].sessionState.newHadoopConf())
+    session.sparkContext.parallelize(0 until partitionsBefore, partitionsBefore)
+      .mapPartitionsWithIndex { (old, _) =>
+        StoredRowsReader.read(target, readVersion, old, partitions, hadoopConf.value)
+      }
+      .partitionBy(new NewPartitions(partitions))
+      .mapPartitionsWithIndex { (partition, rows) =>
+        Iterator(PartitionWriter.writeStored(target, partition, rows.map(_._2), hadoopConf.value))
+      }.collect()
+  }
+
+  /** writeStored with py4j-friendly arguments; `families` is a JSON array of layouts. */
+  def writeStored(session: SparkSession, stateRoot: String, stagingRoot: String, newFrom: Int,
+      operatorId: Long, storeName: String, version: Long, providerClass: String,
+      keySchemaJson: String, valueSchemaJson: String, confs: java.util.Map[String, String],
+      familiesJson: String, readVersion: Long, partitionsBefore: Int,
+      partitions: Int): Array[Long] =
+    writeStored(session, RewriteTarget(stateRoot, stagingRoot, newFrom, operatorId, storeName,
+      version, providerClass, struct(keySchemaJson), struct(valueSchemaJson), 0,
+      confs.asScala.toMap, FamilyLayouts.fromJson(familiesJson)), readVersion,
+      partitionsBefore, partitions)
+
+  private def struct(json: String): StructType = DataType.fromJson(json).asInstanceOf[StructType]
+
   /** The same, with py4j-friendly arguments (schemas as JSON, confs as a Java map). */
   def write(state: Dataset[_], stateRoot: String, stagingRoot: String, newFrom: Int,
       operatorId: Long, storeName: String, version: Long, providerClass: String,
@@ -30,7 +63,6 @@ object StateRewrite {
       confs: java.util.Map[String, String]): Array[Long] =
     write(state, RewriteTarget(stateRoot, stagingRoot, newFrom, operatorId, storeName, version,
       providerClass,
-      DataType.fromJson(keySchemaJson).asInstanceOf[StructType],
-      DataType.fromJson(valueSchemaJson).asInstanceOf[StructType], numColsPrefixKey,
+      struct(keySchemaJson), struct(valueSchemaJson), numColsPrefixKey,
       confs.asScala.toMap))
 }

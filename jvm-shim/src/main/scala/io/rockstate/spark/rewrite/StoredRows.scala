@@ -1,0 +1,56 @@
+package io.rockstate.spark.rewrite
+
+import org.apache.hadoop.conf.Configuration
+
+import org.apache.spark.{Partitioner, TaskContext}
+import org.apache.spark.sql.execution.streaming.state.StateStoreId
+
+import io.rockstate.spark.SparkStateStore
+
+/** One row of a column family as a rockstate store holds it (the key without the family id). */
+final case class StoredRow(family: String, key: Array[Byte], value: Array[Byte])
+
+/**
+ * Reads one old partition of a transformWithState store, on an executor: every row of every
+ * column family at `version`, paired with the new partition Spark's shuffle will send its
+ * grouping key to. The store stays open until the task completes.
+ */
+object StoredRowsReader {
+
+  def read(target: RewriteTarget, version: Long, partitionId: Int, partitions: Int,
+      hadoopConf: Configuration): Iterator[(Int, StoredRow)] = {
+    val id = StateStoreId(target.stateRoot, target.operatorId, partitionId, target.storeName)
+    val provider = PartitionWriter.newProvider(target, id, hadoopConf)
+    val store = try provider.getReadStore(version) catch {
+      case e: Throwable => provider.close(); throw e
+    }
+    TaskContext.get().addTaskCompletionListener[Unit] { _ =>
+      try store.abort() finally provider.close()
+    }
+    val rockstate = store match {
+      case s: SparkStateStore => s
+      case other => throw new UnsupportedOperationException(
+        s"rockstate: the column families of $id are read by rockstate's provider only, not $other")
+    }
+    val layouts = target.families.map(f => f.name -> f).toMap
+    val ids = rockstate.familyIds
+    ids.keys.toSeq.sorted.iterator.flatMap { family =>
+      val rows = rockstate.storedRows(family)
+      layouts.get(family) match {
+        case Some(layout) =>
+          val placement = new FamilyPlacement(layout, ids(family), partitions)
+          rows.map { case (k, v) => (placement.partitionOf(k), StoredRow(family, k, v)) }
+        case None if !rows.hasNext => Iterator.empty
+        case None =>
+          throw new IllegalStateException(s"rockstate: column family '$family' of $id holds " +
+            "state but is not in the operator's state schema; the rewrite cannot place its " +
+            "keys and stops before the checkpoint names anything it wrote.")
+      }
+    }
+  }
+}
+
+/** Sends each row to the partition it is keyed by (the one computed by `FamilyPlacement`). */
+final class NewPartitions(override val numPartitions: Int) extends Partitioner {
+  override def getPartition(key: Any): Int = key.asInstanceOf[Int]
+}
