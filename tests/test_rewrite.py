@@ -117,12 +117,7 @@ def _partition_folders(checkpoint: Path) -> dict[str, list[int]]:
             for op in (checkpoint / "state").iterdir() if op.name.isdigit()}
 
 
-# Rewriting into Spark's own providers needs 4.2+ (on 4.0/4.1 the refusal is tested below).
-MATRIX = sorted(c for c in CHANGES
-                if CHANGES[c][3] != SPARK_ROCKSDB or SPARK_LINE.rewrites_into_spark)
-
-
-@pytest.mark.parametrize("change", MATRIX)
+@pytest.mark.parametrize("change", sorted(CHANGES))
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_rewritten_state_continues_like_the_oracle(cluster_spark, workdir: Path, kind: str,
                                                    change: str):
@@ -337,22 +332,20 @@ def test_transform_with_state_moves_within_rockstate_only(spark, tmp_path: Path)
              "rockstate only", lambda s, c: migrate(s, c, to="spark-rocksdb", partitions=3))
 
 
-def test_a_rewrite_into_spark_rocksdb_needs_spark_4_2(spark, workdir: Path):
-    """On 4.0/4.1 Spark's providers cannot start a version from empty state: a migration into
-    Spark's RocksDB provider, and a rescale of a checkpoint on it, are refused up front. From
-    4.2 on the same calls rewrite (the oracle matrix runs the migration for every operator)."""
+def test_a_rewrite_into_spark_rocksdb_on_every_line(spark, workdir: Path):
+    """The exit door, and a rescale of a checkpoint on Spark's RocksDB provider, on every line:
+    from 4.2 on Spark's provider starts the version from empty state; on 4.0/4.1 the rewrite
+    writes a snapshot elsewhere and moves it in (the oracle matrix runs the exit door for every
+    operator)."""
     checkpoint = _stopped_query(spark, workdir, "exit", partitions=4)
-    exit_door = lambda s, c: migrate(s, c, to="spark-rocksdb")  # noqa: E731
     on_spark = _stopped_query(spark, workdir, "on-spark", partitions=4, provider=SPARK_ROCKSDB)
-    if SPARK_LINE.rewrites_into_spark:
-        assert exit_door(spark, str(checkpoint)).provider == SPARK_ROCKSDB
-        assert rockstate.provider_class(checkpoint) == SPARK_ROCKSDB
-        assert rescale(spark, str(on_spark), 3).provider == SPARK_ROCKSDB
-        assert rockstate.recorded_confs(on_spark)["spark.sql.shuffle.partitions"] == "3"
-        assert _misplaced(spark, on_spark, 3) == []
-    else:
-        _refused(spark, checkpoint, "needs Spark 4.2 or later", exit_door)
-        _refused(spark, on_spark, "needs Spark 4.2 or later")
+    before = _state(spark, on_spark)
+    assert migrate(spark, str(checkpoint), to="spark-rocksdb").provider == SPARK_ROCKSDB
+    assert rockstate.provider_class(checkpoint) == SPARK_ROCKSDB
+    assert rescale(spark, str(on_spark), 3).provider == SPARK_ROCKSDB
+    assert rockstate.recorded_confs(on_spark)["spark.sql.shuffle.partitions"] == "3"
+    assert _state(spark, on_spark) == before
+    assert _misplaced(spark, on_spark, 3) == []
 
 
 @pytest.mark.slow

@@ -150,8 +150,6 @@ def rewrite(spark: Any, checkpoint: str, *, partitions: int | None = None,
             "migrate it with to='rockstate' or to='spark-rocksdb'.")
     stores = _stores(ckpt, read_batch)
     _refuse_families_across_providers(ckpt, stores, before_provider, target)
-    if target != PROVIDER_CLASS:
-        _refuse_line_without_empty_loads(target)
     if not resumed and (n, target) == (before_n, before_provider):
         ckpt.retire_partitions(before_n, batch - 1)
         raise RockstateError(
@@ -179,20 +177,6 @@ def rewrite(spark: Any, checkpoint: str, *, partitions: int | None = None,
     ckpt.retire_partitions(n, batch)
     return RewriteResult(checkpoint, read_batch, batch, before_n, n, before_provider, target,
                          written, time.monotonic() - started)
-
-
-def _refuse_line_without_empty_loads(provider: str) -> None:
-    import pyspark
-
-    from rockstate.spark_lines import find, line_of
-
-    line = find(pyspark.__version__)
-    if line is not None and not line.rewrites_into_spark:
-        raise RockstateError(
-            f"rockstate: writing state with {provider} needs Spark 4.2 or later (Spark's "
-            "providers start a chosen version from empty state from 4.2 on); this is pyspark "
-            f"{pyspark.__version__} (Spark {line_of(pyspark.__version__)}). Run the migration "
-            "with pyspark 4.2+ (nothing was written).")
 
 
 def _batches(ckpt: _Checkpoint, partitions: int | None, provider: str | None

@@ -26,9 +26,6 @@ class SparkLine:
     # Whether Spark lets a provider other than its own RocksDBStateStoreProvider serve
     # transformWithState (Spark 4.2+ checks the exact class name, SPARK-54117).
     transform_with_state: bool
-    # Whether Spark's own providers can start a chosen version from empty state (getStore's
-    # loadEmpty, 4.2+): a rewrite (rescale, migration) into them needs it.
-    rewrites_into_spark: bool
 
     def adapter_folders(self, present: Iterable[str]) -> list[str]:
         """The adapter folders (names under ``jvm-shim/src``) this line compiles, of those
@@ -46,14 +43,10 @@ def _numbers(line: str) -> tuple[int, ...]:
 
 
 LINES: tuple[SparkLine, ...] = (
-    SparkLine("4.0", tested="4.0.5", transform_with_state=True,
-              rewrites_into_spark=False),
-    SparkLine("4.1", tested="4.1.4", transform_with_state=True,
-              rewrites_into_spark=False),
-    SparkLine("4.2", tested="4.2.1", transform_with_state=False,
-              rewrites_into_spark=True),
-    SparkLine("4.3", tested="4.3.0", transform_with_state=False,
-              rewrites_into_spark=True),
+    SparkLine("4.0", tested="4.0.5", transform_with_state=True),
+    SparkLine("4.1", tested="4.1.4", transform_with_state=True),
+    SparkLine("4.2", tested="4.2.1", transform_with_state=False),
+    SparkLine("4.3", tested="4.3.0", transform_with_state=False),
 )
 
 

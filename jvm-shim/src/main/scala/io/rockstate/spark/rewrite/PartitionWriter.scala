@@ -59,7 +59,7 @@ object PartitionWriter {
       fill: StateStore => Long): Long = {
     val id = StateStoreId(target.rootOf(partitionId), target.operatorId, partitionId,
       target.storeName)
-    val written = writeAll(newProvider(target, id, hadoopConf), target, fill)
+    val written = writeVersion(target, id, hadoopConf, fill)
     val readBack = countKeys(newProvider(target, id, hadoopConf), target, target.version + 1)
     if (readBack != written) {
       throw new IllegalStateException(s"rockstate: the rewrite wrote $written keys into " +
@@ -70,10 +70,10 @@ object PartitionWriter {
   }
 
   /** A provider of `target`'s class for store `id`, as the restarted query creates it. */
-  def newProvider(target: RewriteTarget, id: StateStoreId,
-      hadoopConf: Configuration): StateStoreProvider = {
+  def newProvider(target: RewriteTarget, id: StateStoreId, hadoopConf: Configuration,
+      confs: Map[String, String] = Map.empty): StateStoreProvider = {
     val sqlConf = new SQLConf
-    target.confs.foreach { case (k, v) => sqlConf.setConfString(k, v) }
+    (target.confs ++ confs).foreach { case (k, v) => sqlConf.setConfString(k, v) }
     sqlConf.setConfString(SQLConf.STATE_STORE_PROVIDER_CLASS.key, target.providerClass)
     val storeConf = new StateStoreConf(sqlConf, Map.empty[String, String])
     StateStoreProvider.createAndInit(StateStoreProviderId(id, UUID.randomUUID()),
@@ -81,10 +81,25 @@ object PartitionWriter {
       storeConf, hadoopConf, false, None)
   }
 
-  private def writeAll(provider: StateStoreProvider, target: RewriteTarget,
+  /** Writes `fill`'s rows as version `target.version + 1` of store `id`. */
+  private def writeVersion(target: RewriteTarget, id: StateStoreId, hadoopConf: Configuration,
+      fill: StateStore => Long): Long = {
+    val provider = newProvider(target, id, hadoopConf)
+    val empty = try openEmpty(provider, target.version) catch {
+      case e: Throwable => provider.close(); throw e
+    }
+    empty match {
+      case Some(store) => commitAll(provider, store, fill)
+      case None => // Spark's providers on 4.0/4.1: a snapshot written elsewhere, moved in
+        provider.close()
+        SparkSnapshotMove.write(target, id, hadoopConf, fill)
+    }
+  }
+
+  /** Fills `store`, commits it and closes `provider`; returns the rows written. */
+  def commitAll(provider: StateStoreProvider, store: StateStore,
       fill: StateStore => Long): Long =
     try {
-      val store = openEmpty(provider, target.version)
       try {
         val written = fill(store)
         store.commit()
@@ -118,9 +133,9 @@ object PartitionWriter {
       s"rockstate: a store with column families is rewritten by rockstate only, not $other")
   }
 
-  private def openEmpty(provider: StateStoreProvider, version: Long): StateStore =
+  private def openEmpty(provider: StateStoreProvider, version: Long): Option[StateStore] =
     provider match {
-      case r: SparkStateStoreProvider => r.openEmpty(version)
+      case r: SparkStateStoreProvider => Some(r.openEmpty(version))
       case other => SparkLine.openEmptyStore(other, version)
     }
 }

@@ -23,11 +23,8 @@ object SparkLine {
 
   /**
    * Spark's own providers start from empty state at a chosen version only from Spark 4.2 on
-   * (`getStore(..., loadEmpty)`); on 4.0 a rewrite can write only rockstate's state.
+   * (`getStore(..., loadEmpty)`): None, and a rewrite into them on 4.0 writes a snapshot
+   * elsewhere and moves it in (`rewrite.SparkSnapshotMove`).
    */
-  def openEmptyStore(provider: StateStoreProvider, version: Long): StateStore =
-    throw new UnsupportedOperationException(s"rockstate: writing the state of " +
-      s"${provider.getClass.getName} needs Spark 4.2 or later (its providers write a chosen " +
-      "version from empty state from 4.2 on); on Spark 4.0 rockstate can rewrite state into " +
-      "rockstate's own provider only. Run the migration with pyspark 4.2+.")
+  def openEmptyStore(provider: StateStoreProvider, version: Long): Option[StateStore] = None
 }

@@ -24,6 +24,6 @@ object SparkLine {
     RockstateSparkBridge.reportSnapshotUploaded(id, hadoopConf, version)
 
   /** A store of Spark's own provider starting from empty state at `version` (a rewrite). */
-  def openEmptyStore(provider: StateStoreProvider, version: Long): StateStore =
-    provider.getStore(version, None, forceSnapshotOnCommit = true, loadEmpty = true)
+  def openEmptyStore(provider: StateStoreProvider, version: Long): Option[StateStore] =
+    Some(provider.getStore(version, None, forceSnapshotOnCommit = true, loadEmpty = true))
 }
