@@ -419,6 +419,21 @@ class _Checkpoint:
     def operator_metadata(self, op: int, batch: int) -> dict:
         """The operator's metadata as of ``batch``: the newest versioned (v2, written by
         transformWithState) entry at or before it, else the one v1 file."""
+        return json.loads(self._operator_metadata_lines(op, batch)[1])
+
+    def operator_metadata_with_partitions(self, op: int, batch: int, n: int) -> bytes:
+        """The operator metadata as of ``batch`` (versioned: transformWithState) with ``n``
+        partitions in each store's entry (Spark's offline repartition writes the same for the
+        rewrite batch)."""
+        lines = self._operator_metadata_lines(op, batch)
+        doc = json.loads(lines[1])
+        for info in doc["stateStoreInfo"]:
+            info["numPartitions"] = n
+        return "\n".join([lines[0], json.dumps(doc, separators=(",", ":"))]).encode()
+
+    def _operator_metadata_lines(self, op: int, batch: int) -> list[str]:
+        """The lines of the operator metadata file in effect at ``batch``: the version, then
+        the JSON document."""
         v2 = f"state/{op}/_metadata/v2"
         written = [b for b in self.numbered(v2) if b <= batch]
         relative = f"{v2}/{max(written)}" if written else f"state/{op}/_metadata/metadata"
@@ -428,19 +443,7 @@ class _Checkpoint:
                 f"({relative}); it was written by a Spark older than 4.0 or the query ran with "
                 "spark.sql.streaming.stateStore.stateSchemaCheck off. Run one batch on "
                 "Spark 4 to write it, then rewrite (nothing was written).")
-        lines = self.read(relative).decode().splitlines()
-        return json.loads(lines[1])
-
-    def operator_metadata_with_partitions(self, op: int, batch: int, n: int) -> bytes:
-        """The versioned (v2) operator metadata as of ``batch`` with ``n`` partitions in each
-        store's entry (Spark's offline repartition writes the same for the rewrite batch)."""
-        v2 = f"state/{op}/_metadata/v2"
-        newest = max(b for b in self.numbered(v2) if b <= batch)
-        lines = self.read(f"{v2}/{newest}").decode().splitlines()
-        doc = json.loads(lines[1])
-        for info in doc["stateStoreInfo"]:
-            info["numPartitions"] = n
-        return "\n".join([lines[0], json.dumps(doc, separators=(",", ":"))]).encode()
+        return self.read(relative).decode().splitlines()
 
     def publish(self, relative: str, data: bytes) -> None:
         """Writes a log entry under a temporary name, then renames it into place: Spark never

@@ -127,11 +127,13 @@ object PartitionWriter {
       } finally store.abort()
     } finally provider.close()
 
-  private def rockstateStore(store: ReadStateStore): SparkStateStore = store match {
+  /** A store of rockstate's provider: the only one whose column families a rewrite moves. */
+  private[rewrite] def rockstateStore(store: ReadStateStore): SparkStateStore = store match {
     case s: SparkStateStore => s
-    case other => throw new UnsupportedOperationException(
-      s"rockstate: a store with column families is rewritten by rockstate only, not $other")
+    case other => throw new UnsupportedOperationException(s"rockstate: the column families " +
+      s"of ${other.id} are read and written by rockstate's provider only, not $other")
   }
+
 
   private def openEmpty(provider: StateStoreProvider, version: Long): Option[StateStore] =
     provider match {

@@ -5,8 +5,6 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.spark.{Partitioner, TaskContext}
 import org.apache.spark.sql.execution.streaming.state.StateStoreId
 
-import io.rockstate.spark.SparkStateStore
-
 /** One row of a column family as a rockstate store holds it (the key without the family id). */
 final case class StoredRow(family: String, key: Array[Byte], value: Array[Byte])
 
@@ -27,11 +25,7 @@ object StoredRowsReader {
     TaskContext.get().addTaskCompletionListener[Unit] { _ =>
       try store.abort() finally provider.close()
     }
-    val rockstate = store match {
-      case s: SparkStateStore => s
-      case other => throw new UnsupportedOperationException(
-        s"rockstate: the column families of $id are read by rockstate's provider only, not $other")
-    }
+    val rockstate = PartitionWriter.rockstateStore(store)
     val layouts = target.families.map(f => f.name -> f).toMap
     val ids = rockstate.familyIds
     ids.keys.toSeq.sorted.iterator.flatMap { family =>
