@@ -21,7 +21,7 @@ import pytest
 from pyspark.sql import functions as F
 
 import rockstate
-from rockstate import tws
+from rockstate import spark_rocksdb, tws
 from rockstate.location import CheckpointLocation
 from rockstate.read import read_state, store_entries
 from rockstate.rewrite import SPARK_ROCKSDB, migrate, rescale
@@ -178,6 +178,34 @@ def _refused(spark, checkpoint: Path, match: str, change: Callable | None = None
     assert _digest(checkpoint) == before
 
 
+def test_the_old_providers_files_are_moved_aside(tmp_path: Path):
+    """After a migration, what the other provider wrote in partition and store folders is
+    moved to state/<op>/_retired/<batch>-<partition>-<kind>/; the rest stays."""
+    from rockstate.rewrite import _Checkpoint
+
+    (tmp_path / "offsets").mkdir()
+    spark_files = ["1.zip", ".1.zip.crc", "2.changelog", "3.delta", "4.snapshot", "SSTs/a.sst",
+                   "logs/b.log", "left-keyToNumValues/5.zip"]
+    rockstate_files = ["versions/6", "sst/c.sst", "snapshots/d", "meta/e", "changelog/f",
+                       "left-keyToNumValues/versions/7"]
+    for f in [*spark_files, *rockstate_files, "_metadata/g", "notes.txt"]:
+        (tmp_path / "state" / "0" / "0" / f).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "state" / "0" / "0" / f).write_text(f)
+    ckpt = _Checkpoint(str(tmp_path), {})
+
+    def files(root: Path) -> set[str]:
+        return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
+
+    ckpt.retire_files_of_other_providers(rockstate.PROVIDER_CLASS, 9)
+    retired = tmp_path / "state" / "0" / "_retired"
+    assert files(retired / "9-0-spark") == set(spark_files)
+    assert files(tmp_path / "state" / "0" / "0") == \
+        {*rockstate_files, "_metadata/g", "notes.txt"}
+    ckpt.retire_files_of_other_providers(SPARK_ROCKSDB, 10)
+    assert files(retired / "10-0-rockstate") == set(rockstate_files)
+    assert files(tmp_path / "state" / "0" / "0") == {"_metadata/g", "notes.txt"}
+
+
 def test_what_a_rewrite_refuses(spark, workdir: Path):
     checkpoint = _stopped_query(spark, workdir, "refusals")
     _refused(spark, checkpoint, "already has 4 partitions", lambda s, c: rescale(s, c, 4))
@@ -207,11 +235,18 @@ def test_a_running_query_is_refused(spark, workdir: Path):
 
 
 def _family_rows(checkpoint: Path | str) -> dict[tuple[int, int, str], int]:
-    """Rows per (operator, partition, column family) in the newest version of every rockstate
-    store: transformWithState keeps timers and TTL indexes in families of their own, which
-    Spark's state reader does not show."""
+    """Rows per (operator, partition, column family) in the newest version of every store
+    (rockstate's or Spark's RocksDB provider's): transformWithState keeps timers and TTL
+    indexes in families of their own, which Spark's state reader does not show."""
     loc = CheckpointLocation(str(checkpoint))
     out = {}
+    if rockstate.provider_class(checkpoint) == SPARK_ROCKSDB:
+        for op in loc.operators():
+            for p, path in spark_rocksdb.partitions(loc, op, "default").items():
+                version = spark_rocksdb.versions(loc, path)[-1]
+                for family in spark_rocksdb.column_families(loc, path, version):
+                    out[(op, p, family)] = len(spark_rocksdb.entries(loc, path, version, family))
+        return out
     for store in loc.stores():
         version = loc.versions(store)[-1]
         for family in loc.manifest(store, version).column_families:
@@ -220,28 +255,33 @@ def _family_rows(checkpoint: Path | str) -> dict[tuple[int, int, str], int]:
     return out
 
 
-# transformWithState (rockstate serves it on 4.0 and 4.1): (API, time mode, partitions before
-# and after). Event time keeps timers (both their indexes), processing time TTL indexes.
+# transformWithState (rockstate serves it on 4.0 and 4.1): (API, time mode, provider and
+# partitions before, provider and partitions after). Event time keeps timers (both their
+# indexes), processing time TTL indexes; each way across providers once, rescaling too.
+ROCKSTATE = rockstate.PROVIDER_CLASS
 TWS_CASES = {
-    "python-event-time-4-to-7": ("python", "EventTime", 4, 7),
-    "python-processing-time-8-to-3": ("python", "ProcessingTime", 8, 3),
-    "scala-event-time-8-to-3": ("scala", "EventTime", 8, 3),
-    "scala-processing-time-4-to-7": ("scala", "ProcessingTime", 4, 7),
+    "python-event-time-4-to-7": ("python", "EventTime", ROCKSTATE, 4, ROCKSTATE, 7),
+    "python-processing-time-from-spark-rocksdb-8-to-3": (
+        "python", "ProcessingTime", SPARK_ROCKSDB, 8, ROCKSTATE, 3),
+    "scala-event-time-to-spark-rocksdb-8-to-3": (
+        "scala", "EventTime", ROCKSTATE, 8, SPARK_ROCKSDB, 3),
+    "scala-processing-time-4-to-7": ("scala", "ProcessingTime", ROCKSTATE, 4, ROCKSTATE, 7),
 }
 
 
 @pytest.mark.parametrize("case", sorted(TWS_CASES))
 def test_transform_with_state_rescaled_like_the_oracle(cluster_spark, workdir: Path, case: str):
-    """The query runs three batches on ``before`` partitions, is rescaled, and runs three more.
-    The oracle is Spark's RocksDB provider on ``after`` partitions from the start, so its
-    output, and its state of every variable and timer including partition ids, must be the
-    same; a rockstate query on ``after`` partitions from the start must hold as many rows in
-    each column family of each partition (TTL indexes included). On 4.2+, where only Spark's
-    provider runs transformWithState, such a checkpoint is refused with Spark's own way."""
+    """The query runs three batches on ``before`` partitions of one provider, is rescaled
+    and/or migrated, and runs three more. The oracle is Spark's RocksDB provider on ``after``
+    partitions from the start, so its output, and its state of every variable and timer
+    including partition ids, must be the same; where the state ends on rockstate, a rockstate
+    query on ``after`` partitions from the start must hold as many rows in each column family
+    of each partition (TTL indexes included). On 4.2+, where only Spark's provider runs
+    transformWithState, a migration into rockstate is refused, saying why."""
     from test_transform_with_state import _tws
 
     spark = cluster_spark
-    api, mode, before, after = TWS_CASES[case]
+    api, mode, start_provider, before, end_provider, after = TWS_CASES[case]
     build = _tws(api, mode)
     # In processing time Spark runs a batch whenever idle: only batches with data.
     confs = {} if mode == "EventTime" else {
@@ -255,21 +295,23 @@ def test_transform_with_state_rescaled_like_the_oracle(cluster_spark, workdir: P
 
     if not SPARK_LINE.transform_with_state:
         on_spark = run(SPARK_ROCKSDB, f"{case}-on-spark", before, batches=BATCHES[:1])
-        _refused(spark, Path(on_spark.checkpoint), "StreamingCheckpointManager.repartition",
-                 lambda s, c: rescale(s, c, after))
+        _refused(spark, Path(on_spark.checkpoint), "SPARK-54117",
+                 lambda s, c: migrate(s, c, to="rockstate", partitions=after))
         return
     results = []
 
     def relocate(query, checkpoint):
         query.stop()
-        results.append(rescale(spark, str(checkpoint), after))
+        to = "rockstate" if end_provider == ROCKSTATE else "spark-rocksdb"
+        results.append(migrate(spark, str(checkpoint), to=to, partitions=after))
         return checkpoint
 
     oracle = run(SPARK_ROCKSDB, f"{case}-oracle", after)
-    reference = run(rockstate.PROVIDER_CLASS, f"{case}-reference", after)
-    mine = run(rockstate.PROVIDER_CLASS, case, before, restart_at=RESTART_AT, relocate=relocate)
+    mine = run(start_provider, case, before, restart_at=RESTART_AT, relocate=relocate)
     (result,) = results
     assert (result.partitions_before, result.partitions) == (before, after)
+    assert (result.provider_before, result.provider) == (start_provider, end_provider)
+    assert rockstate.provider_class(mine.checkpoint) == end_provider
     assert result.keys > 0
     assert_same_outputs(oracle, mine, case)
     reads = [{"stateVarName": v} for v in ("count", "seen", "perValue")]
@@ -280,12 +322,16 @@ def test_transform_with_state_rescaled_like_the_oracle(cluster_spark, workdir: P
         assert state_rows(spark, oracle.checkpoint, **opts), f"{case}: {opts} is empty"
         assert state_rows(spark, mine.checkpoint, **opts) == \
             state_rows(spark, oracle.checkpoint, **opts), f"{case}: state {opts} differs"
-    assert _family_rows(mine.checkpoint) == _family_rows(reference.checkpoint)
     assert set(map(tuple, _partition_folders(Path(mine.checkpoint)).values())) == \
         {tuple(range(after))}
-    assert_checkpoint_sound(spark, mine.checkpoint, retained=2)
-    report = rockstate.verify(str(mine.checkpoint))
-    assert report.ok, [str(p) for p in report.problems]
+    if end_provider == SPARK_ROCKSDB:
+        assert _family_rows(mine.checkpoint) == _family_rows(oracle.checkpoint)
+    else:
+        reference = run(ROCKSTATE, f"{case}-reference", after)
+        assert _family_rows(mine.checkpoint) == _family_rows(reference.checkpoint)
+        assert_checkpoint_sound(spark, mine.checkpoint, retained=2)
+        report = rockstate.verify(str(mine.checkpoint))
+        assert report.ok, [str(p) for p in report.problems]
 
 
 def test_transform_with_state_fixture_rescales_on_every_line(spark, tmp_path: Path):
@@ -324,12 +370,50 @@ def _without_partition(rows: list[dict]) -> list[str]:
                              sort_keys=True) for r in rows)
 
 
-def test_transform_with_state_moves_within_rockstate_only(spark, tmp_path: Path):
+def test_transform_with_state_fixture_moves_across_providers_on_every_line(spark,
+                                                                          tmp_path: Path):
+    """The same fixture (restored from a savepoint: Spark's operator metadata names its schema
+    files by absolute path) out of rockstate into Spark's RocksDB provider (3 partitions),
+    then rescaled there (2), then back into rockstate where this line runs transformWithState
+    on it (refused, saying why, where it does not): after each step every variable holds the
+    same rows, in partition pmod(hash(key), N), read offline and by Spark's state reader; the
+    old provider's files are moved aside."""
     fixture = Path(__file__).parent / "fixtures" / "transform-with-state" / "spark-4.0"
+    rockstate.savepoint(str(fixture / "checkpoint"), str(tmp_path / "savepoint"))
     checkpoint = tmp_path / "checkpoint"
-    shutil.copytree(fixture / "checkpoint", checkpoint)
-    _refused(spark, checkpoint, r"operator 0 \(transformWithStateInPandasExec\) .* within "
-             "rockstate only", lambda s, c: migrate(s, c, to="spark-rocksdb", partitions=3))
+    rockstate.restore(str(tmp_path / "savepoint"), str(checkpoint))
+    variables = sorted(tws.state_variables(CheckpointLocation(str(checkpoint)), 0))
+
+    def rows(var: str) -> list[dict]:
+        return read_state(str(checkpoint), 0, state_var=var).to_pylist()
+
+    before = {v: _without_partition(rows(v)) for v in variables}
+
+    def assert_moved(provider: str, n: int) -> None:
+        assert rockstate.provider_class(checkpoint) == provider
+        wanted = {r["k"]: r["p"] for r in spark.createDataFrame(
+            [(k,) for k in "abcd"], "k STRING").select(
+            "k", F.expr(f"pmod(hash(k), {n})").alias("p")).collect()}
+        for v in variables:
+            after = rows(v)
+            assert _without_partition(after) == before[v], (provider, v)
+            assert {(r["key"]["key"], r["partition_id"]) for r in after} == \
+                {(r["key"]["key"], wanted[r["key"]["key"]]) for r in after}, (provider, v)
+            assert len(state_rows(spark, checkpoint, stateVarName=v)) == len(after), v
+        kinds = {p.name for p in (checkpoint / "state" / "0").glob("[0-9]*/*")}
+        assert not kinds & ({"versions", "sst"} if provider == SPARK_ROCKSDB else {"SSTs"}), \
+            kinds
+
+    assert migrate(spark, str(checkpoint), to="spark-rocksdb", partitions=3).keys > 0
+    assert_moved(SPARK_ROCKSDB, 3)
+    rescale(spark, str(checkpoint), 2)
+    assert_moved(SPARK_ROCKSDB, 2)
+    if not SPARK_LINE.transform_with_state:
+        _refused(spark, checkpoint, "SPARK-54117", lambda s, c: migrate(s, c, to="rockstate"))
+        return
+    migrate(spark, str(checkpoint), to="rockstate")
+    assert_moved(rockstate.PROVIDER_CLASS, 2)
+    assert rockstate.verify(str(checkpoint)).ok
 
 
 def test_a_rewrite_into_spark_rocksdb_on_every_line(spark, workdir: Path):

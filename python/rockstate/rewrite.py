@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import posixpath
+import re
 import time
 import uuid
 from dataclasses import dataclass
@@ -57,14 +58,21 @@ _MOVABLE = {
     "applyInPandasWithState",
 }
 # transformWithState operators: one column family per state variable, timer and TTL index.
-# Their rows move as rockstate stores them, from rockstate to rockstate (where it serves them:
-# Spark 4.0 and 4.1).
+# Within rockstate their rows move as stored; between rockstate and Spark's RocksDB provider
+# through each provider's state store API (rockstate serves them on Spark 4.0 and 4.1 only).
 _TRANSFORM_WITH_STATE = {
     "transformWithStateExec",
     "transformWithStateInPandasExec",
     "transformWithStateInPySparkExec",
 }
+_ENCODING_KEY = "spark.sql.streaming.stateStore.encodingFormat"
 _RETIRED = "_retired"
+# What each kind of provider writes in a partition's (or a store's) folder. Spark's: numbered
+# snapshots, changelogs and deltas (and their checksums), shared SSTs and logs; rockstate's:
+# its folders.
+_SPARK_FILE = re.compile(r"^\.?\d+(_[0-9a-f-]+)?\.(zip|changelog|delta|snapshot)(\.crc)?$")
+_SPARK_DIRS = {"SSTs", "logs"}
+_ROCKSTATE_DIRS = {"versions", "manifests", "snapshots", "sst", "meta", "changelog"}
 _STAGING = "_rockstate_rewrite"
 
 
@@ -149,7 +157,7 @@ def rewrite(spark: Any, checkpoint: str, *, partitions: int | None = None,
             f"rockstate: {checkpoint} runs on {before_provider}, which a rewrite cannot write; "
             "migrate it with to='rockstate' or to='spark-rocksdb'.")
     stores = _stores(ckpt, read_batch)
-    _refuse_families_across_providers(ckpt, stores, before_provider, target)
+    _refuse_unmovable_families(spark, ckpt, stores, confs, before_provider, target)
     if not resumed and (n, target) == (before_n, before_provider):
         ckpt.retire_partitions(before_n, batch - 1)
         raise RockstateError(
@@ -159,6 +167,7 @@ def rewrite(spark: Any, checkpoint: str, *, partitions: int | None = None,
     # Folders at or past the count in effect hold no state of batch B: a shrink's leftovers
     # (their move aside was interrupted) or an abandoned rewrite's partial output.
     ckpt.retire_partitions(before_n, read_batch)
+    ckpt.retire_files_of_other_providers(before_provider, read_batch)
     ckpt.remove(_STAGING)
     new_confs = dict(confs)
     new_confs[SHUFFLE_PARTITIONS_KEY] = str(n)
@@ -166,7 +175,7 @@ def rewrite(spark: Any, checkpoint: str, *, partitions: int | None = None,
     staging = f"{_STAGING}/{batch}"
     session = _rewrite_session(spark)
     written = tuple(_rewrite_store(session, ckpt, s, read_batch, batch, n, before_n, staging,
-                                   target, new_confs) for s in stores)
+                                   before_provider, target, new_confs) for s in stores)
     ckpt.move_staged(staging, before_n)
     if not resumed:
         ckpt.publish(f"offsets/{batch}", ckpt.offsets_entry(read_batch, new_confs))
@@ -175,6 +184,7 @@ def rewrite(spark: Any, checkpoint: str, *, partitions: int | None = None,
                      ckpt.operator_metadata_with_partitions(op, read_batch, n))
     ckpt.publish(f"commits/{batch}", ckpt.read(f"commits/{read_batch}"))
     ckpt.retire_partitions(n, batch)
+    ckpt.retire_files_of_other_providers(target, batch)
     return RewriteResult(checkpoint, read_batch, batch, before_n, n, before_provider, target,
                          written, time.monotonic() - started)
 
@@ -239,21 +249,32 @@ def _stores(ckpt: _Checkpoint, batch: int) -> list[_Store]:
     return stores
 
 
-def _refuse_families_across_providers(ckpt: _Checkpoint, stores: list[_Store],
-                                      provider: str, target: str) -> None:
-    """transformWithState state moves as rockstate stores it: from rockstate to rockstate."""
-    for s in stores:
-        if s.column_families and (provider, target) != (PROVIDER_CLASS, PROVIDER_CLASS):
-            hint = (" For state on Spark's RocksDB provider, Spark 4.2+ has its own "
-                    "StreamingCheckpointManager.repartition." if provider == SPARK_ROCKSDB
-                    else "")
-            raise RockstateError(
-                f"rockstate: operator {s.operator_id} ({s.operator_name}) of {ckpt.url} is a "
-                f"transformWithState operator; its state is on {provider} and would be "
-                f"written by {target}. rockstate rescales transformWithState state within "
-                "rockstate only (Spark 4.0 and 4.1 run it on rockstate): moving it to another "
-                f"provider would re-encode every state variable, timer and TTL index.{hint} "
-                "Nothing was written.")
+def _refuse_unmovable_families(spark: Any, ckpt: _Checkpoint, stores: list[_Store],
+                               confs: dict[str, str], provider: str, target: str) -> None:
+    """transformWithState state moves between rockstate and Spark's RocksDB provider (the
+    providers with column families), in Spark's default row encoding; into rockstate from
+    elsewhere only on a line where rockstate serves it (the restarted query must start)."""
+    from rockstate.spark_lines import find
+
+    tws = [s for s in stores if s.column_families]
+    if not tws or (provider, target) == (PROVIDER_CLASS, PROVIDER_CLASS):
+        return
+    what = (f"rockstate: operator {tws[0].operator_id} ({tws[0].operator_name}) of {ckpt.url} "
+            f"is a transformWithState operator with state on {provider}")
+    if provider not in (PROVIDER_CLASS, SPARK_ROCKSDB):
+        raise RockstateError(f"{what}; rockstate moves such state from rockstate or Spark's "
+                             "RocksDB provider only (nothing was written).")
+    if confs.get(_ENCODING_KEY, "unsaferow") != "unsaferow":
+        raise RockstateError(
+            f"{what}, encoded as {confs[_ENCODING_KEY]} ({_ENCODING_KEY}); rockstate moves "
+            "transformWithState state in the unsaferow encoding only (nothing was written).")
+    line = find(spark.version)
+    if target == PROVIDER_CLASS and line is not None and not line.transform_with_state:
+        raise RockstateError(
+            f"{what}. Spark {line.line} runs transformWithState on its own "
+            "RocksDBStateStoreProvider only (SPARK-54117), so a query migrated to rockstate "
+            "could not start; rescale it on Spark's provider instead (rockstate.rescale, or "
+            "Spark's StreamingCheckpointManager.repartition). Nothing was written.")
 
 
 def _refuse_state_ids(ckpt: _Checkpoint, batch: int) -> None:
@@ -274,13 +295,13 @@ def _partition_key(s: _Store, key_fields: list[str]) -> list[str]:
 
 
 def _rewrite_store(session: Any, ckpt: _Checkpoint, s: _Store, read_batch: int, batch: int,
-                   n: int, new_from: int, staging: str, provider: str,
+                   n: int, new_from: int, staging: str, source: str, provider: str,
                    confs: dict[str, str]) -> StoreRewrite:
     from pyspark.sql import functions as F
 
     if s.column_families:
         return _rewrite_families(session, ckpt, s, read_batch, batch, n, new_from, staging,
-                                 provider, confs)
+                                 source, provider, confs)
     state = (session.read.format("statestore")
              .option("batchId", read_batch)
              .option("operatorId", s.operator_id)
@@ -299,23 +320,33 @@ def _rewrite_store(session: Any, ckpt: _Checkpoint, s: _Store, read_batch: int, 
 
 
 def _rewrite_families(session: Any, ckpt: _Checkpoint, s: _Store, read_batch: int, batch: int,
-                      n: int, new_from: int, staging: str, provider: str,
+                      n: int, new_from: int, staging: str, source: str, provider: str,
                       confs: dict[str, str]) -> StoreRewrite:
-    """A transformWithState store: every column family's rows move as rockstate stores them,
-    each to the new partition of the grouping key in it."""
-    from rockstate.tws import DUMMY_VALUE_SCHEMA, family_layouts
+    """A transformWithState store: every column family's rows move to the new partition of
+    the grouping key in them; within rockstate as stored, else through the providers' API."""
+    from rockstate import spark_rocksdb
+    from rockstate.tws import DUMMY_VALUE_SCHEMA, family_layouts, list_families
 
     version = read_batch + 1  # the state version batch B committed
     families: set[str] = set()
-    for store in ckpt.loc.stores(s.operator_id):
-        if store.name == s.store_name and store.partition < new_from:
-            families |= set(ckpt.loc.manifest(store, version).column_families)
-    key, layouts = family_layouts(ckpt.loc, s.operator_id, read_batch, families)
-    counts = session._jvm.io.rockstate.spark.rewrite.StateRewrite.writeStored(
-        session._jsparkSession, ckpt.spark_path("state"), ckpt.spark_path(staging), new_from,
-        s.operator_id, s.store_name, batch, provider, json.dumps(key),
-        json.dumps(DUMMY_VALUE_SCHEMA), _java_map(session, confs), json.dumps(layouts),
-        version, new_from, n)
+    if source == PROVIDER_CLASS:
+        for store in ckpt.loc.stores(s.operator_id):
+            if store.name == s.store_name and store.partition < new_from:
+                families |= set(ckpt.loc.manifest(store, version).column_families)
+    else:
+        for p, path in spark_rocksdb.partitions(ckpt.loc, s.operator_id, s.store_name).items():
+            if p < new_from:
+                families |= spark_rocksdb.column_families(ckpt.loc, path, version)
+    stored = (source, provider) == (PROVIDER_CLASS, PROVIDER_CLASS)
+    key, layouts = family_layouts(
+        ckpt.loc, s.operator_id, read_batch, families, declared=source != PROVIDER_CLASS,
+        lists=list_families(ckpt.operator_metadata(s.operator_id, read_batch)))
+    job = session._jvm.io.rockstate.spark.rewrite.StateRewrite
+    common = (session._jsparkSession, ckpt.spark_path("state"), ckpt.spark_path(staging),
+              new_from, s.operator_id, s.store_name, batch, provider)
+    rest = (json.dumps(key), json.dumps(DUMMY_VALUE_SCHEMA), _java_map(session, confs),
+            json.dumps(layouts), version, new_from, n)
+    counts = job.writeStored(*common, *rest) if stored else job.writeRows(*common, source, *rest)
     return _written(s, counts, n)
 
 
@@ -487,6 +518,41 @@ class _Checkpoint:
                     target = posixpath.join(base, _RETIRED, f"{batch}-{name}")
                     self.fs.makedirs(posixpath.dirname(target), exist_ok=True)
                     self._move_dir(p, target)
+
+    def retire_files_of_other_providers(self, provider: str, batch: int) -> None:
+        """Moves what another provider wrote in the partition folders aside, to
+        ``state/<op>/_retired/<batch>-<partition>-<kind>/``: after a migration the old
+        provider's files hold state of batches before it, which the query never reads again
+        and which offline tools must not take for its state. Also done before a rewrite
+        starts, for a migration interrupted after its commit entry."""
+        mine = "rockstate" if provider == PROVIDER_CLASS else "spark"
+        for op in self.operators():
+            base = self.path(f"state/{op}")
+            for p in self.fs.ls(base, detail=False):
+                part = posixpath.basename(p.rstrip("/"))
+                if not (part.isdigit() and self.fs.isdir(p)):
+                    continue
+                folders = [p] + [d for d in self.fs.ls(p, detail=False) if self.fs.isdir(d)
+                                 and posixpath.basename(d.rstrip("/")) not in
+                                 _SPARK_DIRS | _ROCKSTATE_DIRS | {"_metadata"}]
+                for folder in folders:
+                    for entry in self.fs.ls(folder, detail=True):
+                        path = entry["name"].rstrip("/")
+                        name = posixpath.basename(path)
+                        is_dir = entry.get("type") == "directory"
+                        kind = ("spark" if (name in _SPARK_DIRS if is_dir
+                                            else bool(_SPARK_FILE.match(name)))
+                                else "rockstate" if is_dir and name in _ROCKSTATE_DIRS
+                                else None)
+                        if kind is None or kind == mine:
+                            continue
+                        target = posixpath.join(base, _RETIRED, f"{batch}-{part}-{kind}",
+                                                posixpath.relpath(path, p))
+                        self.fs.makedirs(posixpath.dirname(target), exist_ok=True)
+                        if is_dir:
+                            self._move_dir(path, target)
+                        else:
+                            self.fs.mv(path, target)
 
     def _move_dir(self, source: str, target: str) -> None:
         """Moves a folder: one rename on a local disk; file by file (copy, then delete the

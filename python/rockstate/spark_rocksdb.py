@@ -85,6 +85,17 @@ def snapshot_metadata(loc: CheckpointLocation, zip_path: str) -> dict:
     return parse_snapshot_metadata(text, zip_path)
 
 
+def column_families(loc: CheckpointLocation, path: str, version: int) -> set[str]:
+    """The column families of one partition as of its newest snapshot at or below
+    ``version`` (empty without one): a family is created with a snapshot, which is uploaded
+    when the maintenance gets to it, so a newer family may be missing here."""
+    base = max((v for v in _numbered(loc, path, ".zip") if v <= version), default=0)
+    if not base:
+        return set()
+    metadata = snapshot_metadata(loc, posixpath.join(path, f"{base}.zip"))
+    return set(metadata.get("columnFamilyMapping") or {})
+
+
 def _decompress(data: bytes, where: str) -> bytes:
     import pyarrow as pa
 

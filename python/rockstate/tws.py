@@ -163,19 +163,33 @@ def grouping_key_path(family: FamilySchema, grouping: dict) -> list[int]:
     return path
 
 
-def family_layouts(loc: CheckpointLocation, operator: int, batch: int,
-                   families: set[str]) -> tuple[dict, list[dict]]:
+def list_families(metadata: dict) -> set[str]:
+    """The list state variables (several values per key) in an operator's metadata."""
+    props = json.loads(metadata.get("operatorPropertiesJson") or "{}")
+    return {v["stateName"] for v in props.get("stateVariables", [])
+            if v.get("stateVariableType") == "ListState"}
+
+
+def family_layouts(loc: CheckpointLocation, operator: int, batch: int, families: set[str],
+                   *, declared: bool = False, lists: set[str] | None = None
+                   ) -> tuple[dict, list[dict]]:
     """The grouping key schema of a transformWithState operator and, for each of
     ``families`` (the column families its stores hold), what a rewrite needs to place the
     family's rows: its name, key and value schemas, key encoder (as the state schema file of
-    ``batch`` records them) and the path to the grouping key in its keys."""
+    ``batch`` records them), the path to the grouping key in its keys, whether it is one of
+    ``lists`` (several values per key) and whether the stores hold it (``inSource``).
+    ``declared`` adds every other family the schema declares, with ``inSource`` false: read
+    in case a store holds it, created only where it has rows (Spark declares families it
+    never creates, and which families a store of Spark's provider holds is known only from
+    its last snapshot)."""
     schemas = family_schemas(loc, operator, batch=batch)
+    lists = lists or set()
     unknown = sorted(f for f in families if f not in schemas and f != "default")
     if unknown:
         raise RockstateError(
             f"operator {operator} keeps state in column families {unknown}, which its state "
             "schema does not describe; rockstate cannot place their keys (nothing was written).")
-    named = [schemas[f] for f in sorted(families - {"default"})]
+    named = [schemas[f] for f in sorted((set(schemas) if declared else families) - {"default"})]
     # The grouping key: the whole key of a family without a prefix, else a prefix family's
     # first field (a map state, a timer's key index: every variable and timer has one).
     direct = [f for f in named if f.key_encoder.get("keyStateEncoderType") in
@@ -188,6 +202,7 @@ def family_layouts(loc: CheckpointLocation, operator: int, batch: int,
                 "keyEncoder": {"keyStateEncoderType": "NoPrefixKeyStateEncoderSpec"},
                 "groupingPath": []}] if "default" in families else []
     layouts += [{"name": f.name, "keySchema": f.key, "valueSchema": f.value,
-                 "keyEncoder": f.key_encoder, "groupingPath": grouping_key_path(f, grouping)}
+                 "keyEncoder": f.key_encoder, "groupingPath": grouping_key_path(f, grouping),
+                 "multipleValues": f.name in lists, "inSource": f.name in families}
                 for f in named]
     return grouping, layouts

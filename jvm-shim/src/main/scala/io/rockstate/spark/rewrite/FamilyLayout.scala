@@ -1,13 +1,13 @@
 package io.rockstate.spark.rewrite
 
-import org.apache.spark.sql.catalyst.expressions.{BoundReference, Expression, GetStructField, UnsafeProjection}
+import org.apache.spark.sql.catalyst.expressions.{BoundReference, Expression, GetStructField, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.plans.physical.HashPartitioning
 import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, NoPrefixKeyStateEncoderSpec, PrefixKeyScanStateEncoderSpec, RangeKeyScanStateEncoderSpec}
 import org.apache.spark.sql.types.{DataType, StructType}
 
 import com.fasterxml.jackson.databind.ObjectMapper
 
-import io.rockstate.spark.{ColumnFamilyCodec, ColumnFamilySpec}
+import io.rockstate.spark.ColumnFamilySpec
 
 /**
  * One column family of a transformWithState store (a state variable, a timer or TTL index), as
@@ -15,13 +15,21 @@ import io.rockstate.spark.{ColumnFamilyCodec, ColumnFamilySpec}
  * operator's partition key for every family. `groupingPath` is the field ordinals from the key
  * to the grouping key (a struct), empty when the key is the grouping key itself (value and list
  * state); Python finds it from the key encoding (`rockstate.tws.grouping_key_path`).
+ * `multipleValues`: a list state's family (several values per key). `inSource`: the old
+ * store holds this family, so every new partition has it too; a family only the schema names
+ * (one Spark declares but never creates) is read, holding no rows, and not created.
  */
 final case class FamilyLayout(
     name: String,
     keySchema: StructType,
     valueSchema: StructType,
     keySpec: KeyStateEncoderSpec,
-    groupingPath: Seq[Int]) {
+    groupingPath: Seq[Int],
+    multipleValues: Boolean = false,
+    inSource: Boolean = true) {
+
+  /** Spark's internal families (timers, TTL indexes, list counters) start with '$'. */
+  def isInternal: Boolean = name.startsWith("$")
 
   /** The grouping key's schema, as found in this family's keys. */
   val groupingKeySchema: StructType = groupingPath.foldLeft(keySchema) { (struct, i) =>
@@ -34,7 +42,8 @@ final case class FamilyLayout(
     }
   }
 
-  def spec: ColumnFamilySpec = ColumnFamilySpec(keySchema, valueSchema, keySpec,
+  /** How rockstate encodes the family when its rows move as stored (values kept as bytes). */
+  def storedSpec: ColumnFamilySpec = ColumnFamilySpec(keySchema, valueSchema, keySpec,
     multipleValues = false)
 }
 
@@ -42,7 +51,8 @@ object FamilyLayouts {
   /**
    * Layouts from the JSON array Python sends: each with `name`, `keySchema` and `valueSchema`
    * (Spark's schema JSON) and `keyEncoder` (the key encoder spec as Spark's state schema file
-   * records it: `keyStateEncoderType`, `numColsPrefixKey`, `orderingOrdinals`).
+   * records it: `keyStateEncoderType`, `numColsPrefixKey`, `orderingOrdinals`), and
+   * optionally `multipleValues` and `inSource` (default false and true).
    */
   def fromJson(json: String): Seq[FamilyLayout] = {
     val nodes = new ObjectMapper().readTree(json)
@@ -63,18 +73,20 @@ object FamilyLayouts {
           s"rockstate: column family '$name' has key encoding $other, which a rewrite cannot place")
       }
       val path = node.get("groupingPath")
-      FamilyLayout(name, key, value, spec, (0 until path.size).map(path.get(_).asInt))
+      def flag(field: String, default: Boolean): Boolean =
+        Option(node.get(field)).map(_.asBoolean).getOrElse(default)
+      FamilyLayout(name, key, value, spec, (0 until path.size).map(path.get(_).asInt),
+        flag("multipleValues", default = false), flag("inSource", default = true))
     }
   }
 }
 
 /**
- * Places the rows of one family of one old partition: decodes each stored key and computes
- * Spark's `HashPartitioning` of the grouping key's fields for `partitions` partitions, the
- * expression the restarted query's shuffle evaluates on the same values.
+ * Places the rows of one family: computes Spark's `HashPartitioning` of the grouping key's
+ * fields (found in each key) for `partitions` partitions, the expression the restarted query's
+ * shuffle evaluates on the same values.
  */
-final class FamilyPlacement(layout: FamilyLayout, familyId: Int, partitions: Int) {
-  private val codec = new ColumnFamilyCodec(layout.name, familyId, true, layout.spec)
+final class FamilyPlacement(layout: FamilyLayout, partitions: Int) {
 
   private val partitionId = {
     val grouping = layout.groupingKeySchema
@@ -93,7 +105,6 @@ final class FamilyPlacement(layout: FamilyLayout, familyId: Int, partitions: Int
     UnsafeProjection.create(Seq(HashPartitioning(fields, partitions).partitionIdExpression))
   }
 
-  /** The new partition of a key as `SparkStateStore.storedRows` returns it. */
-  def partitionOf(storedKey: Array[Byte]): Int =
-    partitionId(codec.decodeStoredKey(storedKey)).getInt(0)
+  /** The new partition of a (decoded) key of this family. */
+  def partitionOf(key: UnsafeRow): Int = partitionId(key).getInt(0)
 }

@@ -55,6 +55,15 @@ object PartitionWriter {
       }
     }
 
+  /**
+   * The same across providers (transformWithState between rockstate and Spark's RocksDB
+   * provider): `rows` are keys and values as `FamilyRowsReader` read them through the old
+   * provider's API, written through the target provider's.
+   */
+  def writeRows(target: RewriteTarget, partitionId: Int, rows: Iterator[FamilyRow],
+      hadoopConf: Configuration): Long =
+    writeWith(target, partitionId, hadoopConf)(FamilyRowsWriter.fill(_, target.families, rows))
+
   private def writeWith(target: RewriteTarget, partitionId: Int, hadoopConf: Configuration)(
       fill: StateStore => Long): Long = {
     val id = StateStoreId(target.rootOf(partitionId), target.operatorId, partitionId,
@@ -73,7 +82,7 @@ object PartitionWriter {
   def newProvider(target: RewriteTarget, id: StateStoreId, hadoopConf: Configuration,
       confs: Map[String, String] = Map.empty): StateStoreProvider = {
     val sqlConf = new SQLConf
-    (target.confs ++ confs).foreach { case (k, v) => sqlConf.setConfString(k, v) }
+    SparkLine.applyRecordedConfs(target.confs ++ confs, sqlConf)
     sqlConf.setConfString(SQLConf.STATE_STORE_PROVIDER_CLASS.key, target.providerClass)
     val storeConf = new StateStoreConf(sqlConf, Map.empty[String, String])
     StateStoreProvider.createAndInit(StateStoreProviderId(id, UUID.randomUUID()),
@@ -114,16 +123,10 @@ object PartitionWriter {
   private def countKeys(provider: StateStoreProvider, target: RewriteTarget,
       version: Long): Long =
     try {
-      val store = provider.getReadStore(version)
+      val store = Families.readStore(provider, version)
       try {
         if (!target.useColumnFamilies) store.iterator().size.toLong
-        else {
-          val s = rockstateStore(store)
-          s.allColumnFamilyNames.toSeq.map { f =>
-            val rows = s.storedRows(f)
-            try rows.size.toLong finally rows.close()
-          }.sum
-        }
+        else Families.countKeys(store, target.families)
       } finally store.abort()
     } finally provider.close()
 

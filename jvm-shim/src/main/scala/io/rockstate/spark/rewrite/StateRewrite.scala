@@ -1,6 +1,9 @@
 package io.rockstate.spark.rewrite
 
 import scala.jdk.CollectionConverters._
+import scala.reflect.ClassTag
+
+import org.apache.hadoop.conf.Configuration
 
 import org.apache.spark.sql.{Dataset, SparkSession}
 import org.apache.spark.sql.types.{DataType, StructType}
@@ -30,16 +33,39 @@ object StateRewrite {
    * new partition.
    */
   def writeStored(session: SparkSession, target: RewriteTarget, readVersion: Long,
-      partitionsBefore: Int, partitions: Int): Array[Long] = {
+      partitionsBefore: Int, partitions: Int): Array[Long] =
+    byGroupingKey[StoredRow](session, partitionsBefore, partitions)(
+      (old, conf) => StoredRowsReader.read(target, readVersion, old, partitions, conf),
+      (partition, rows, conf) => PartitionWriter.writeStored(target, partition, rows, conf))
+
+  /**
+   * Rewrites a transformWithState store across providers (from `sourceProvider`, the
+   * provider the old state is on, to `target.providerClass`): the same job as `writeStored`,
+   * its rows read and written through each provider's state store API.
+   */
+  def writeRows(session: SparkSession, target: RewriteTarget, sourceProvider: String,
+      readVersion: Long, partitionsBefore: Int, partitions: Int): Array[Long] = {
+    val source = target.copy(providerClass = sourceProvider)
+    byGroupingKey[FamilyRow](session, partitionsBefore, partitions)(
+      (old, conf) => FamilyRowsReader.read(source, readVersion, old, partitions, conf),
+      (partition, rows, conf) => PartitionWriter.writeRows(target, partition, rows, conf))
+  }
+
+  /**
+   * The job both run: one task per old partition `read`s it (each row paired with its new
+   * partition), a shuffle sends each row there, and one task per new partition `write`s it.
+   */
+  private def byGroupingKey[R: ClassTag](session: SparkSession, partitionsBefore: Int,
+      partitions: Int)(
+      read: (Int, Configuration) => Iterator[(Int, R)],
+      write: (Int, Iterator[R], Configuration) => Long): Array[Long] = {
     val hadoopConf = new SerializableConfiguration(
       session.asInstanceOf[org.apache.spark.sql.classic.SparkSession].sessionState.newHadoopConf())
     session.sparkContext.parallelize(0 until partitionsBefore, partitionsBefore)
-      .mapPartitionsWithIndex { (old, _) =>
-        StoredRowsReader.read(target, readVersion, old, partitions, hadoopConf.value)
-      }
+      .mapPartitionsWithIndex((old, _) => read(old, hadoopConf.value))
       .partitionBy(new NewPartitions(partitions))
       .mapPartitionsWithIndex { (partition, rows) =>
-        Iterator(PartitionWriter.writeStored(target, partition, rows.map(_._2), hadoopConf.value))
+        Iterator(write(partition, rows.map(_._2), hadoopConf.value))
       }.collect()
   }
 
@@ -52,6 +78,17 @@ object StateRewrite {
     writeStored(session, RewriteTarget(stateRoot, stagingRoot, newFrom, operatorId, storeName,
       version, providerClass, struct(keySchemaJson), struct(valueSchemaJson), 0,
       confs.asScala.toMap, FamilyLayouts.fromJson(familiesJson)), readVersion,
+      partitionsBefore, partitions)
+
+  /** writeRows with py4j-friendly arguments. */
+  def writeRows(session: SparkSession, stateRoot: String, stagingRoot: String, newFrom: Int,
+      operatorId: Long, storeName: String, version: Long, providerClass: String,
+      sourceProvider: String, keySchemaJson: String, valueSchemaJson: String,
+      confs: java.util.Map[String, String], familiesJson: String, readVersion: Long,
+      partitionsBefore: Int, partitions: Int): Array[Long] =
+    writeRows(session, RewriteTarget(stateRoot, stagingRoot, newFrom, operatorId, storeName,
+      version, providerClass, struct(keySchemaJson), struct(valueSchemaJson), 0,
+      confs.asScala.toMap, FamilyLayouts.fromJson(familiesJson)), sourceProvider, readVersion,
       partitionsBefore, partitions)
 
   private def struct(json: String): StructType = DataType.fromJson(json).asInstanceOf[StructType]

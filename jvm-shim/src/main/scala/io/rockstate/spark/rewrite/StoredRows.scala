@@ -5,6 +5,8 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.spark.{Partitioner, TaskContext}
 import org.apache.spark.sql.execution.streaming.state.StateStoreId
 
+import io.rockstate.spark.ColumnFamilyCodec
+
 /** One row of a column family as a rockstate store holds it (the key without the family id). */
 final case class StoredRow(family: String, key: Array[Byte], value: Array[Byte])
 
@@ -32,8 +34,11 @@ object StoredRowsReader {
       val rows = rockstate.storedRows(family)
       layouts.get(family) match {
         case Some(layout) =>
-          val placement = new FamilyPlacement(layout, ids(family), partitions)
-          rows.map { case (k, v) => (placement.partitionOf(k), StoredRow(family, k, v)) }
+          val codec = new ColumnFamilyCodec(family, ids(family), true, layout.storedSpec)
+          val placement = new FamilyPlacement(layout, partitions)
+          rows.map { case (k, v) =>
+            (placement.partitionOf(codec.decodeStoredKey(k)), StoredRow(family, k, v))
+          }
         case None if !rows.hasNext => Iterator.empty
         case None =>
           throw new IllegalStateException(s"rockstate: column family '$family' of $id holds " +
