@@ -207,19 +207,23 @@ class CheckpointLocation:
         """Where the store a completed checkpoint of state ``version`` recorded at
         ``store_dir`` (``state/<op>/<partition>[/<name>]``) is now. A rewrite that shrank the
         query moved partition folders it no longer uses to
-        ``state/<op>/_retired/<batch>-<partition>`` (``batch``: the last batch that used it); a
-        later one may have made a new store under the old name."""
+        ``state/<op>/_retired/<batch>-<partition>`` (``batch``: the last batch that used it),
+        and a migration away from rockstate moved its stores' folders to
+        ``state/<op>/_retired/<batch>-<partition>-rockstate``; a later one may have made a new
+        store under the old name."""
         parts = store_dir.split("/")
         if len(parts) < 3 or parts[0] != "state" or not parts[2].isdigit():
             return store_dir
         retired = self._path("state", parts[1], "_retired")
-        batches = [int(n.split("-")[0]) for n in self._dirs(retired)
-                   if n.endswith(f"-{parts[2]}") and n.split("-")[0].isdigit()]
-        used_until = [b for b in batches if version <= b + 1]
+        folders = {}  # last batch that used it -> retired folder
+        for n in self._dirs(retired):
+            batch, _, rest = n.partition("-")
+            if batch.isdigit() and rest in (parts[2], f"{parts[2]}-rockstate"):
+                folders[int(batch)] = n
+        used_until = [b for b in folders if version <= b + 1]
         if not used_until:
             return store_dir
-        return "/".join(["state", parts[1], "_retired", f"{min(used_until)}-{parts[2]}",
-                         *parts[3:]])
+        return "/".join(["state", parts[1], "_retired", folders[min(used_until)], *parts[3:]])
 
     def checkpoints(self) -> list[Checkpoint]:
         """Completed checkpoints (``rockstate/checkpoints/<version>/_metadata``), oldest first."""
