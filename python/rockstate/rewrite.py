@@ -277,6 +277,13 @@ def _refuse_unmovable_families(spark: Any, ckpt: _Checkpoint, stores: list[_Stor
             "Spark's StreamingCheckpointManager.repartition). Nothing was written.")
 
 
+def _written_by(name: str, is_dir: bool) -> str | None:
+    """Which kind of provider writes an entry of this name in a partition's folder."""
+    if name in _SPARK_DIRS if is_dir else _SPARK_FILE.match(name):
+        return "spark"
+    return "rockstate" if is_dir and name in _ROCKSTATE_DIRS else None
+
+
 def _refuse_state_ids(ckpt: _Checkpoint, batch: int) -> None:
     entry = json.loads(ckpt.read(f"commits/{batch}").decode().splitlines()[1])
     if entry.get("stateUniqueIds"):
@@ -535,24 +542,20 @@ class _Checkpoint:
                 folders = [p] + [d for d in self.fs.ls(p, detail=False) if self.fs.isdir(d)
                                  and posixpath.basename(d.rstrip("/")) not in
                                  _SPARK_DIRS | _ROCKSTATE_DIRS | {"_metadata"}]
-                for folder in folders:
-                    for entry in self.fs.ls(folder, detail=True):
-                        path = entry["name"].rstrip("/")
-                        name = posixpath.basename(path)
-                        is_dir = entry.get("type") == "directory"
-                        kind = ("spark" if (name in _SPARK_DIRS if is_dir
-                                            else bool(_SPARK_FILE.match(name)))
-                                else "rockstate" if is_dir and name in _ROCKSTATE_DIRS
-                                else None)
-                        if kind is None or kind == mine:
-                            continue
-                        target = posixpath.join(base, _RETIRED, f"{batch}-{part}-{kind}",
-                                                posixpath.relpath(path, p))
-                        self.fs.makedirs(posixpath.dirname(target), exist_ok=True)
-                        if is_dir:
-                            self._move_dir(path, target)
-                        else:
-                            self.fs.mv(path, target)
+                entries = [e for folder in folders for e in self.fs.ls(folder, detail=True)]
+                for entry in entries:
+                    path = entry["name"].rstrip("/")
+                    is_dir = entry.get("type") == "directory"
+                    kind = _written_by(posixpath.basename(path), is_dir)
+                    if kind is None or kind == mine:
+                        continue
+                    target = posixpath.join(base, _RETIRED, f"{batch}-{part}-{kind}",
+                                            posixpath.relpath(path, p))
+                    self.fs.makedirs(posixpath.dirname(target), exist_ok=True)
+                    if is_dir:
+                        self._move_dir(path, target)
+                    else:
+                        self.fs.mv(path, target)
 
     def _move_dir(self, source: str, target: str) -> None:
         """Moves a folder: one rename on a local disk; file by file (copy, then delete the

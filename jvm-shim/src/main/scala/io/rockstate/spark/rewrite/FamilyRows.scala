@@ -47,7 +47,6 @@ object Families {
    */
   def readStore(provider: StateStoreProvider, version: Long): ReadStateStore =
     provider.getReadStore(version) match {
-      case s: SparkStateStore => s
       case s: StateStore => s
       case other => other.abort(); provider.getStore(version)
     }

@@ -10,7 +10,7 @@ import org.apache.spark.sql.execution.streaming.state.{ReadStateStore, StateStor
 import org.apache.spark.sql.internal.SQLConf
 
 import io.rockstate.spark.{SparkStateStore, SparkStateStoreProvider}
-import io.rockstate.spark.line.SparkLine
+import io.rockstate.spark.line.{RecordedConfs, SparkLine}
 
 /**
  * Writes one new partition of a rewritten store, on an executor: opens the target provider's
@@ -82,7 +82,7 @@ object PartitionWriter {
   def newProvider(target: RewriteTarget, id: StateStoreId, hadoopConf: Configuration,
       confs: Map[String, String] = Map.empty): StateStoreProvider = {
     val sqlConf = new SQLConf
-    SparkLine.applyRecordedConfs(target.confs ++ confs, sqlConf)
+    RecordedConfs(target.confs ++ confs, sqlConf)
     sqlConf.setConfString(SQLConf.STATE_STORE_PROVIDER_CLASS.key, target.providerClass)
     val storeConf = new StateStoreConf(sqlConf, Map.empty[String, String])
     StateStoreProvider.createAndInit(StateStoreProviderId(id, UUID.randomUUID()),
@@ -136,7 +136,6 @@ object PartitionWriter {
     case other => throw new UnsupportedOperationException(s"rockstate: the column families " +
       s"of ${other.id} are read and written by rockstate's provider only, not $other")
   }
-
 
   private def openEmpty(provider: StateStoreProvider, version: Long): Option[StateStore] =
     provider match {

@@ -4,10 +4,7 @@ import org.apache.hadoop.conf.Configuration
 
 import org.apache.spark.sql.execution.streaming.StreamExecution
 import org.apache.spark.sql.execution.streaming.state.{StateStore, StateStoreProvider, RocksDBDataEncoder, RocksDBStateEncoder, RocksDBValueStateEncoder, StateStoreId}
-import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.StructType
-
-import org.apache.spark.sql.execution.streaming.OffsetSeqMetadata
 
 /** What differs in Spark 4.0 outside the provider and store signatures. */
 object SparkLine {
@@ -30,14 +27,4 @@ object SparkLine {
    * elsewhere and moves it in (`rewrite.SparkSnapshotMove`).
    */
   def openEmptyStore(provider: StateStoreProvider, version: Long): Option[StateStore] = None
-
-  /**
-   * Sets `sqlConf` as a query restarting from an offset log entry with `confs` has it: the
-   * recorded confs, and for a state conf the entry predates, the value Spark assumes for old
-   * checkpoints (not the current default: e.g. RocksDB's merge operator version).
-   */
-  def applyRecordedConfs(confs: Map[String, String], sqlConf: SQLConf): Unit = {
-    OffsetSeqMetadata.setSessionConf(OffsetSeqMetadata(0L, 0L, confs), sqlConf)
-    confs.foreach { case (k, v) => sqlConf.setConfString(k, v) }
-  }
 }

@@ -4,10 +4,7 @@ import org.apache.hadoop.conf.Configuration
 
 import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
 import org.apache.spark.sql.execution.streaming.state.{RockstateSparkBridge, RocksDBDataEncoder, RocksDBStateEncoder, RocksDBValueStateEncoder, StateStore, StateStoreId, StateStoreProvider}
-import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.StructType
-
-import org.apache.spark.sql.execution.streaming.checkpointing.OffsetSeqMetadata
 
 /** What differs in Spark 4.2 and 4.3 outside the provider and store signatures. */
 object SparkLine {
@@ -29,14 +26,4 @@ object SparkLine {
   /** A store of Spark's own provider starting from empty state at `version` (a rewrite). */
   def openEmptyStore(provider: StateStoreProvider, version: Long): Option[StateStore] =
     Some(provider.getStore(version, None, forceSnapshotOnCommit = true, loadEmpty = true))
-
-  /**
-   * Sets `sqlConf` as a query restarting from an offset log entry with `confs` has it: the
-   * recorded confs, and for a state conf the entry predates, the value Spark assumes for old
-   * checkpoints (not the current default: e.g. RocksDB's merge operator version).
-   */
-  def applyRecordedConfs(confs: Map[String, String], sqlConf: SQLConf): Unit = {
-    OffsetSeqMetadata.setSessionConf(OffsetSeqMetadata(0L, 0L, confs), sqlConf)
-    confs.foreach { case (k, v) => sqlConf.setConfString(k, v) }
-  }
 }
