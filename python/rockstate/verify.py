@@ -117,8 +117,38 @@ def _verify_checkpoints(loc: CheckpointLocation, report: VerifyReport) -> None:
                     (checkpoint.version,)))
 
 
+# How often one store is read again when it changed while it was checked.
+MAX_READS = 5
+
+
 def _verify_store(loc: CheckpointLocation, store: StoreRef, report: VerifyReport) -> None:
+    """Checks one store; a check counts only if the store's version files and snapshot
+    manifests were the same before and after it. A stopped query's executors still run
+    maintenance, which may expire a version (its files with it) while it is being checked:
+    that check is redone, never reported as missing files."""
     report.stores += 1
+
+    def listing() -> tuple[list[str], list[str]]:
+        for sub in ("versions", "manifests", "snapshots"):  # an object store caches listings
+            loc.fs.invalidate_cache(f"{store.path}/{sub}")
+        return [e.path for e in loc.version_entries(store)], loc.snapshots(store)
+
+    for _ in range(MAX_READS):
+        before = listing()
+        checked = VerifyReport(report.location)
+        _check_store(loc, store, checked)
+        if listing() == before:
+            report.versions += checked.versions
+            report.files_checked += checked.files_checked
+            report.bytes_checked += checked.bytes_checked
+            report.problems.extend(checked.problems)
+            return
+    report.problems.append(Problem(
+        str(store), "versions/", f"the store changed during each of {MAX_READS} checks; stop "
+        "the query (and let its executors' maintenance finish) before verifying"))
+
+
+def _check_store(loc: CheckpointLocation, store: StoreRef, report: VerifyReport) -> None:
     name = str(store)
     # path -> (size, crc32, kind, versions needing it)
     needed: dict[str, tuple[int, int, str, set[int]]] = {}

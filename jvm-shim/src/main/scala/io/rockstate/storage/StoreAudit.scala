@@ -29,7 +29,39 @@ final case class StoreAuditReport(
  */
 object StoreAudit {
 
+  /** How often an audit is redone when the store changed while it was read. */
+  val MaxReads = 5
+
+  /**
+   * Audits `dir`, redoing the audit while a cleanup or commit changes the store under it: a
+   * stopped query's executors may still run maintenance, which expires versions between this
+   * audit's listing and its reads. A report counts only if the listing of version files and
+   * snapshot manifests was the same before and after it; a file that vanished without the
+   * listing changing is an error, as is a store that changed on every one of `MaxReads` reads.
+   */
   def audit(dir: StoreCheckpointDir, load: Seq[Long], conf: RockstateConf): StoreAuditReport = {
+    def listing() = (dir.listVersionEntries().map(_.path), dir.listSnapshots().map(_._1))
+    @annotation.tailrec
+    def attempt(n: Int): StoreAuditReport = {
+      val before = listing()
+      val report = try Right(auditOnce(dir, load, conf)) catch {
+        case e: CorruptCheckpointException => Left(e)
+      }
+      val stable = listing() == before
+      (report, stable) match {
+        case (Right(r), true) => r
+        case (Left(e), true) => throw e
+        case (_, false) if n < MaxReads => attempt(n + 1)
+        case (_, false) => StoreAuditReport(dir.root.toString, Nil, Nil, Map.empty, Nil, Nil,
+          Seq(s"the store changed during each of $MaxReads audits; stop the query (and " +
+            "wait for its maintenance) before auditing"))
+      }
+    }
+    attempt(1)
+  }
+
+  private def auditOnce(dir: StoreCheckpointDir, load: Seq[Long],
+      conf: RockstateConf): StoreAuditReport = {
     val entries = dir.listVersionEntries()
     val versions = entries.map(_.version).distinct
     val snapshots = dir.listSnapshots().map(_._1)

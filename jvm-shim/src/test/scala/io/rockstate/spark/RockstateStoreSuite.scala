@@ -324,6 +324,46 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     assert(dir.listSnapshots().map(_._2) == Seq(16L, 18L, 20L), dir.listSnapshots().toString)
   }
 
+  test("an audit is redone when maintenance expires a version while it reads") {
+    // A stopped query's executors still run maintenance: an audit listing version 1 can find
+    // its file gone when it opens it. The audit reads through rsfault://, which pauses its
+    // first open of version 1's file; cleanup (through file://) runs during the pause.
+    val p = provider(extra = Map(RockstateConf.SnapshotInterval -> "2",
+      RockstateConf.OrphanFileGraceMs -> "0"))
+    (1 to 8).foreach { v =>
+      commitVersions(p, v to v)((_, s) => (1 to 20).foreach(i => s.put(key(s"k$i", v), value(i))))
+      assert(p.db.awaitUploads(60000))
+    }
+    val plan = new File(root, "plan.json")
+    FileUtils.writeStringToFile(plan, """{"rules": [{"op": "open", "pathRegex":
+      "/versions/1-[^/]*\\.rsv$", "when": "before", "action": "pause:5000", "nth": 1,
+      "process": "any", "id": "audit"}]}""", "UTF-8")
+    val conf = hadoopConf
+    conf.set("fs.rsfault.plan", plan.getAbsolutePath)
+    conf.setBoolean("fs.rsfault.impl.disable.cache", true)
+    val dir = new StoreCheckpointDir(
+      new org.apache.hadoop.fs.Path(s"rsfault://${storeDir.getAbsolutePath}"), conf)
+    assert(dir.listVersionEntries().exists(_.version == 1))
+    val audit = new java.util.concurrent.FutureTask[StoreAuditReport](
+      () => StoreAudit.audit(dir, Seq(6L, 7L, 8L), p.conf))
+    val reader = new Thread(audit)
+    reader.start()
+    val fired = new File(root, "fired-audit")
+    val deadline = System.currentTimeMillis() + 60000
+    while (!fired.exists()) {
+      assert(System.currentTimeMillis() < deadline, "the audit never opened version 1")
+      Thread.sleep(10)
+    }
+    Thread.sleep(5) // no grace: everything unreferenced is fair game
+    p.doCleanupMaintenance()
+    assert(reader.isAlive, "cleanup must run while the audit is paused")
+    assert(!remote().listVersionEntries().exists(_.version == 1), "version 1 was not expired")
+    val report = audit.get(120, java.util.concurrent.TimeUnit.SECONDS)
+    assert(report.ok, report.toString)
+    assert(!report.versions.contains(1L) && report.loaded.keySet == Set(6L, 7L, 8L),
+      report.toString)
+  }
+
   test("cleanup keeps a retained completed checkpoint's version and snapshot past retention") {
     io.rockstate.checkpoint.CheckpointPins.clear()
     val p = provider(extra = Map(RockstateConf.SnapshotInterval -> "2",
