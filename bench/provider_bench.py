@@ -41,7 +41,7 @@ checkpoint format 2 (a unique id per commit). The files-and-bytes case of the is
         --snapshot-every 2 --maintenance-interval 200ms \
         --providers rockstate,spark-rocksdb-changelog
 
-A provider named ``rockstate:<setting>=<value>[,...]`` runs rockstate with those settings
+A provider named ``rockstate:<setting>=<value>[+...]`` runs rockstate with those settings
 (``spark.sql.streaming.stateStore.rockstate.<setting>``), to compare choices in one run:
 
     python bench/provider_bench.py --providers rockstate,rockstate:snapshotInterval=5
@@ -120,6 +120,27 @@ def peak_rss_bytes(pid: int) -> int:
     return 0
 
 
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of a process, every thread (native ones too) included."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_by_thread(pid: int) -> dict[str, float]:
+    """CPU seconds of a process's live threads, grouped by name with digits dropped."""
+    out: dict[str, float] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            comm = (task / "comm").read_text().strip()
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended
+            continue
+        group = "".join(c for c in comm if not c.isdigit()).strip(" -#_")
+        out[group] = out.get(group, 0.0) + (int(fields[11]) + int(fields[12])) / os.sysconf(
+            "SC_CLK_TCK")
+    return out
+
+
 def run_one(name: str, args: argparse.Namespace) -> dict:
     """Runs in the child process: one provider, one JVM."""
     from pyspark.sql import SparkSession
@@ -130,7 +151,7 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
     base, _, settings = name.partition(":")
     provider, extra = PROVIDERS[base]
     extra = dict(extra)
-    for item in filter(None, settings.split(",")):
+    for item in filter(None, settings.split("+")):
         k, _, v = item.partition("=")
         extra["spark.sql.streaming.stateStore.rockstate." + k] = v
     builder = (
@@ -173,11 +194,16 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
     watcher = (rockstate.on_checkpoint_complete(spark, completed.append, poll_seconds=0.2)
                if provider == rockstate.PROVIDER_CLASS else None)
     seen: dict[str, int] = {}
+    phases: list[dict] = []
     written, commits, task_bytes, durations, rows, millis = [], [], [], [], 0, 0
+    pid = spark.sparkContext._gateway.proc.pid
+    cpu = []
     for i, f in enumerate(staged):
+        cpu.append(cpu_seconds(pid))
         shutil.copy(f, src / f.name)
         query.processAllAvailable()
         p = query.lastProgress
+        cpu[-1] = cpu_seconds(pid) - cpu[-1]
         now = state_files(checkpoint)
         new_bytes = sum(size for path, size in now.items() if seen.get(path) != size)
         seen = now
@@ -187,6 +213,7 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
             custom = p["stateOperators"][0].get("customMetrics", {})
             task_bytes.append(custom.get("rockstateCommitBytes", 0))
             durations.append(p["durationMs"]["triggerExecution"])
+            phases.append(p["durationMs"])
         rows += p["numInputRows"]
         millis += p["durationMs"]["triggerExecution"]
     checkpoints = {}
@@ -206,23 +233,29 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
                 [s.async_ms for c in completed for s in c.stores]) if completed else 0,
             "stores": len(completed[-1].stores) if completed else 0,
         }
+    threads = cpu_by_thread(pid)
     query.stop()
     # What the run leaves in the checkpoint's state/ directory (after the last maintenance):
     # on an object store every file is a request and every listing pays for the count.
     left = state_files(checkpoint)
-    pid = spark.sparkContext._gateway.proc.pid
     result = {
         "provider": name,
         "rows_per_s": rows / (millis / 1000.0),
         "commit_p50_ms": statistics.median(commits),
         "commit_p95_ms": sorted(commits)[max(0, round(0.95 * len(commits)) - 1)],
         "batch_p50_ms": statistics.median(durations),
+        # The JVM's CPU time per batch, every thread: background work competes with tasks.
+        "cpu_p50_s": statistics.median(cpu[1:]),
+        "cpu_by_thread_s": dict(sorted(threads.items(), key=lambda kv: -kv[1])[:8]),
         "bytes_per_batch": statistics.mean(written),
         "peak_rss_mb": peak_rss_bytes(pid) / 2**20,
         "commit_path_bytes": statistics.mean(task_bytes),
         "state_files": len(left),
         "state_mb": sum(left.values()) / 2**20,
         "checkpoints": checkpoints,
+        # Where a batch's time goes (Spark's durationMs phases, p50 after the first batch).
+        "phases_p50_ms": {k: statistics.median(d.get(k, 0) for d in phases)
+                          for k in sorted({k for d in phases for k in d})},
     }
     spark.stop()
     return result
@@ -281,8 +314,8 @@ def main() -> int:
             print(f"{name} failed:\n{out.stderr[-3000:]}", file=sys.stderr)
             return 1
         results[name] = json.loads(line[len("RESULT "):])
-    cols = ["rows_per_s", "batch_p50_ms", "commit_p50_ms", "commit_p95_ms", "bytes_per_batch",
-            "state_files", "state_mb", "peak_rss_mb"]
+    cols = ["rows_per_s", "batch_p50_ms", "cpu_p50_s", "commit_p50_ms", "commit_p95_ms",
+            "bytes_per_batch", "state_files", "state_mb", "peak_rss_mb"]
     print(f"keys={args.keys} changed/batch={args.changed} batches={args.batches} "
           f"partitions={args.partitions} maintenanceInterval={args.maintenance_interval} "
           f"snapshotEvery={args.snapshot_every or 'default'} "
@@ -291,6 +324,11 @@ def main() -> int:
     print(f"{'provider':26}" + "".join(f"{c:>17}" for c in cols))
     for name, r in results.items():
         print(f"{name:26}" + "".join(f"{r[c]:>17.1f}" for c in cols))
+    for name, r in results.items():
+        phases = "  ".join(f"{k} {v:.0f}" for k, v in r["phases_p50_ms"].items() if v)
+        print(f"{name}: batch phases p50 (ms): {phases}")
+        threads = "  ".join(f"{k} {v:.1f}" for k, v in r["cpu_by_thread_s"].items())
+        print(f"{name}: CPU seconds by thread over the run: {threads}")
     for name, r in results.items():
         if name.startswith("rockstate"):
             print(f"{name}: bytes written on the commit path per batch "

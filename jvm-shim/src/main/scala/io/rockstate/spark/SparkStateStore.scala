@@ -205,7 +205,7 @@ abstract class SparkStateStore(
     require(key != null, "rockstate: key cannot be null")
     val c = provider.codec(colFamilyName, "remove")
     val k = c.encodeKey(key)
-    if (provider.conf.trackTotalNumberOfRows && vdb.rocksDB.get(k) != null) vdb.addKeys(-1)
+    if (provider.conf.trackTotalNumberOfRows && vdb.rocksDB.exists(k)) vdb.addKeys(-1)
     vdb.delete(k)
   }
 
@@ -288,7 +288,7 @@ abstract class SparkStateStore(
   // ---- helpers ----
 
   private def write(k: Array[Byte], v: Array[Byte], merge: Boolean): Unit = {
-    if (provider.conf.trackTotalNumberOfRows && vdb.rocksDB.get(k) == null) vdb.addKeys(1)
+    if (provider.conf.trackTotalNumberOfRows && !vdb.rocksDB.exists(k)) vdb.addKeys(1)
     if (merge) vdb.merge(k, v) else vdb.put(k, v)
   }
 

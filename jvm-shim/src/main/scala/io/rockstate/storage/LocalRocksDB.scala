@@ -50,19 +50,46 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
   // Iterators still open when the DB closes would crash the JVM; close them first.
   private val openIterators = ConcurrentHashMap.newKeySet[RocksIterator]()
 
-  def get(key: Array[Byte]): Array[Byte] = db.get(readOptions, key)
+  // What the task read, so the row count's check before a put rarely reads again.
+  private val readKeys = new ReadKeys(ReadKeysHeld)
+
+  def get(key: Array[Byte]): Array[Byte] = {
+    val value = db.get(readOptions, key)
+    readKeys.noteRead(key, value != null)
+    value
+  }
+
+  /** Whether `key` exists: from this thread's last read of it if it has one, else RocksDB. */
+  def exists(key: Array[Byte]): Boolean = readKeys.lookup(key) match {
+    case -1 => db.get(readOptions, key) != null
+    case found => found == 1
+  }
+
+  /** Forgets what was read (a commit or rollback ends the batch; it bounds the memory). */
+  def forgetReads(): Unit = readKeys.clear()
 
   def multiGet(keys: Seq[Array[Byte]]): Seq[Array[Byte]] =
     db.multiGetAsList(keys.asJava).asScala.toSeq
 
-  def put(key: Array[Byte], value: Array[Byte]): Unit = db.put(writeOptions, key, value)
+  def put(key: Array[Byte], value: Array[Byte]): Unit = {
+    db.put(writeOptions, key, value)
+    readKeys.written(key)
+  }
 
-  def merge(key: Array[Byte], value: Array[Byte]): Unit = db.merge(writeOptions, key, value)
+  def merge(key: Array[Byte], value: Array[Byte]): Unit = {
+    db.merge(writeOptions, key, value)
+    readKeys.written(key)
+  }
 
-  def delete(key: Array[Byte]): Unit = db.delete(writeOptions, key)
+  def delete(key: Array[Byte]): Unit = {
+    db.delete(writeOptions, key)
+    readKeys.written(key)
+  }
 
-  def deleteRange(begin: Array[Byte], end: Array[Byte]): Unit =
+  def deleteRange(begin: Array[Byte], end: Array[Byte]): Unit = {
     db.deleteRange(writeOptions, begin, end)
+    readKeys.clear()
+  }
 
   /**
    * Key-value pairs from `from` (inclusive) up to `until` (exclusive, None for the end), in
@@ -116,6 +143,9 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
 object LocalRocksDB {
   /** Separator the merge operator puts between values of one key (Spark's multi-value format). */
   val Delimiter: Char = ','
+
+  /** Keys a batch's reads remember at most (about 100 bytes each, cleared at its end). */
+  val ReadKeysHeld = 100000
 
   private def compressionType(name: String): CompressionType = name match {
     case "none" => CompressionType.NO_COMPRESSION

@@ -346,6 +346,7 @@ final class VersionedRocksDB(
       listener: SnapshotListener = SnapshotListener.Silent): VersionManifest = {
     val start = System.nanoTime()
     abandonHungUpload()
+    rocksDB.forgetReads() // the batch's reads: their memory ends with it
     val log = changelogWriter()
     changelog = None
     log.finish()
@@ -606,6 +607,7 @@ final class VersionedRocksDB(
   /** Throws away uncommitted writes: the next load reopens the last committed version. */
   def rollback(): Unit = {
     discardChangelog()
+    db.foreach(_.forgetReads())
     if (dirty) {
       closeDb()
       loaded = -1L

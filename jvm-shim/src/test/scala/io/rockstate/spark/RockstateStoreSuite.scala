@@ -39,6 +39,58 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     assert(p.getStore(2).metrics.numKeys == 2)
   }
 
+  test("the row count stays exact when writes follow reads (reads are remembered)") {
+    val p = provider()
+    val s1 = p.getStore(0)
+    (1 to 10).foreach(i => s1.put(key(s"k$i", i), value(i)))
+    assert(s1.commit() == 1 && s1.metrics.numKeys == 10)
+    // As a streaming aggregation does: every read first (restore), then every write (save).
+    val s2 = p.getStore(1)
+    Seq(1, 2, 3, 11, 12).foreach(i => s2.get(key(s"k$i", i)))
+    s2.put(key("k1", 1), value(100)) // read, existed
+    s2.put(key("k11", 11), value(11)) // read, absent
+    s2.put(key("k11", 11), value(12)) // written since its read: it exists now
+    s2.remove(key("k2", 2)) // read, existed
+    s2.remove(key("k2", 2)) // gone since
+    s2.remove(key("k12", 12)) // read, absent
+    s2.put(key("k12", 12), value(12)) // removed (absent) since its read
+    s2.put(key("k13", 13), value(13)) // never read
+    assert(s2.get(key("k11", 11)).getLong(0) == 12)
+    s2.remove(key("k11", 11)) // read after its write, existed
+    s2.put(key("k11", 11), value(13))
+    assert(s2.commit() == 2)
+    val expected = (1 to 13).filterNot(_ == 2).size
+    assert(s2.metrics.numKeys == expected)
+    assert(contents(p.getReadStore(2)).size == expected)
+    // The count survives a reload from the checkpoint (another executor).
+    assert(provider(executor = 1).getStore(2).metrics.numKeys == expected)
+  }
+
+  test("remembered reads belong to one thread and are dropped by any other thread's use") {
+    val reads = new ReadKeys(maxKeys = 2)
+    val k = Array[Byte](1, 2, 3)
+    reads.noteRead(k, found = true)
+    k(0) = 9 // the caller's buffer changes: what was noted is a copy
+    assert(reads.lookup(Array[Byte](1, 2, 3)) == 1 && reads.lookup(k) == -1)
+    def onOtherThread[T](f: => T): T = {
+      val task = new java.util.concurrent.FutureTask[T](() => f)
+      new Thread(task).start()
+      task.get(60, java.util.concurrent.TimeUnit.SECONDS)
+    }
+    assert(onOtherThread(reads.lookup(Array[Byte](1, 2, 3))) == -1)
+    onOtherThread(reads.written(Array[Byte](7))) // another thread wrote: nothing read stands
+    assert(reads.lookup(Array[Byte](1, 2, 3)) == -1)
+    reads.noteRead(Array[Byte](1), found = false)
+    reads.noteRead(Array[Byte](2), found = true)
+    reads.noteRead(Array[Byte](3), found = true) // past maxKeys: not noted
+    assert(reads.lookup(Array[Byte](1)) == 0 && reads.lookup(Array[Byte](2)) == 1)
+    assert(reads.lookup(Array[Byte](3)) == -1)
+    reads.written(Array[Byte](2))
+    assert(reads.lookup(Array[Byte](2)) == -1 && reads.lookup(Array[Byte](1)) == 0)
+    reads.clear()
+    assert(reads.lookup(Array[Byte](1)) == -1)
+  }
+
   test("abort throws away the batch's writes") {
     val p = provider()
     val s1 = p.getStore(0)
