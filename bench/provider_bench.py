@@ -179,9 +179,10 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
         extra["spark.sql.streaming.stateStore.minDeltasForSnapshot"] = str(args.snapshot_every)
     for k, v in extra.items():
         spark.conf.set(k, v)
-    work = Path(args.workdir) / name
+    work = Path(args.workdir) / f"{name}-{args.run}"
     src = work / "src"
-    checkpoint: Path | str = f"{s3_root}/{name}/checkpoint" if s3_root else work / "checkpoint"
+    checkpoint: Path | str = (f"{s3_root}/{name}-{args.run}/checkpoint" if s3_root
+                              else work / "checkpoint")
     src.mkdir(parents=True)
     staged = sorted((Path(args.workdir) / "input" / "staged").glob("*.parquet"))
 
@@ -195,6 +196,7 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
                if provider == rockstate.PROVIDER_CLASS else None)
     seen: dict[str, int] = {}
     phases: list[dict] = []
+    every: list[int] = []
     written, commits, task_bytes, durations, rows, millis = [], [], [], [], 0, 0
     pid = spark.sparkContext._gateway.proc.pid
     cpu = []
@@ -216,6 +218,7 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
             phases.append(p["durationMs"])
         rows += p["numInputRows"]
         millis += p["durationMs"]["triggerExecution"]
+        every.append(p["durationMs"]["triggerExecution"])
     checkpoints = {}
     if watcher is not None:
         # Let the last snapshots finish and be acknowledged before the query stops.
@@ -254,11 +257,25 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
         "state_mb": sum(left.values()) / 2**20,
         "checkpoints": checkpoints,
         # Where a batch's time goes (Spark's durationMs phases, p50 after the first batch).
+        "batches_ms": every,
         "phases_p50_ms": {k: statistics.median(d.get(k, 0) for d in phases)
                           for k in sorted({k for d in phases for k in d})},
     }
     spark.stop()
     return result
+
+
+def _median_run(rs: list[dict]) -> dict:
+    """One provider's runs as one: the median of every number (the last run's lists)."""
+    out = dict(rs[-1])
+    for k, v in rs[-1].items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[k] = statistics.median(r[k] for r in rs)
+        elif isinstance(v, dict) and all(isinstance(x, (int, float)) for x in v.values()):
+            out[k] = {kk: statistics.median(r[k].get(kk, 0) for r in rs) for kk in v}
+    if len(rs) > 1:
+        out["rows_per_s_runs"] = [round(r["rows_per_s"]) for r in rs]
+    return out
 
 
 def main() -> int:
@@ -279,7 +296,11 @@ def main() -> int:
     parser.add_argument("--workdir")
     parser.add_argument("--s3", action="store_true",
                         help="checkpoints on an S3 API server (moto) through s3a")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="runs per provider, interleaved (A B A B ...); every figure "
+                        "printed is the median over them: the machines are noisy")
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--run", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     if args.child:
@@ -300,9 +321,11 @@ def main() -> int:
         os.environ["ROCKSTATE_BENCH_SPARK_CONF"] = json.dumps(conf)
         os.environ["ROCKSTATE_BENCH_S3_ROOT"] = server.url("bench")
         os.environ["ROCKSTATE_BENCH_S3_OPTIONS"] = json.dumps(server.storage_options())
-    results = {}
-    for name in args.providers.split(","):
-        cmd = [sys.executable, __file__, "--child", name, "--workdir", str(workdir),
+    runs: dict[str, list[dict]] = {}
+    names = args.providers.split(",")
+    for run, name in ((run, name) for run in range(args.repeats) for name in names):
+        cmd = [sys.executable, __file__, "--child", name, "--run", str(run),
+               "--workdir", str(workdir),
                "--keys", str(args.keys), "--changed", str(args.changed),
                "--batches", str(args.batches), "--partitions", str(args.partitions),
                "--maintenance-interval", args.maintenance_interval,
@@ -313,20 +336,24 @@ def main() -> int:
         if line is None:
             print(f"{name} failed:\n{out.stderr[-3000:]}", file=sys.stderr)
             return 1
-        results[name] = json.loads(line[len("RESULT "):])
+        runs.setdefault(name, []).append(json.loads(line[len("RESULT "):]))
+    results = {name: _median_run(rs) for name, rs in runs.items()}
     cols = ["rows_per_s", "batch_p50_ms", "cpu_p50_s", "commit_p50_ms", "commit_p95_ms",
             "bytes_per_batch", "state_files", "state_mb", "peak_rss_mb"]
     print(f"keys={args.keys} changed/batch={args.changed} batches={args.batches} "
           f"partitions={args.partitions} maintenanceInterval={args.maintenance_interval} "
           f"snapshotEvery={args.snapshot_every or 'default'} "
           f"checkpointFormatVersion={args.checkpoint_format} "
-          f"checkpoints on {'S3 (moto, s3a)' if args.s3 else 'the local file system'}")
+          f"checkpoints on {'S3 (moto, s3a)' if args.s3 else 'the local file system'} "
+          f"repeats={args.repeats} (medians)")
     print(f"{'provider':26}" + "".join(f"{c:>17}" for c in cols))
     for name, r in results.items():
         print(f"{name:26}" + "".join(f"{r[c]:>17.1f}" for c in cols))
     for name, r in results.items():
         phases = "  ".join(f"{k} {v:.0f}" for k, v in r["phases_p50_ms"].items() if v)
-        print(f"{name}: batch phases p50 (ms): {phases}")
+        print(f"{name}: batch phases p50 (ms): {phases}; every batch of the last run (ms): "
+              f"{r['batches_ms']}" + (f"; rows/s of each run: {r['rows_per_s_runs']}"
+                                      if "rows_per_s_runs" in r else ""))
         threads = "  ".join(f"{k} {v:.1f}" for k, v in r["cpu_by_thread_s"].items())
         print(f"{name}: CPU seconds by thread over the run: {threads}")
     for name, r in results.items():
