@@ -120,10 +120,15 @@ def peak_rss_bytes(pid: int) -> int:
     return 0
 
 
-def cpu_seconds(pid: int) -> float:
-    """User plus system CPU time of a process, every thread (native ones too) included."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+def _stat_cpu_seconds(stat: Path) -> float:
+    """User plus system CPU time from a /proc ``stat`` file (a process's or one thread's)."""
+    fields = stat.read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time of a process, every thread (native ones too) included."""
+    return _stat_cpu_seconds(Path(f"/proc/{pid}/stat"))
 
 
 def cpu_by_thread(pid: int) -> dict[str, float]:
@@ -132,12 +137,11 @@ def cpu_by_thread(pid: int) -> dict[str, float]:
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
             comm = (task / "comm").read_text().strip()
-            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            seconds = _stat_cpu_seconds(task / "stat")
         except OSError:  # the thread ended
             continue
         group = "".join(c for c in comm if not c.isdigit()).strip(" -#_")
-        out[group] = out.get(group, 0.0) + (int(fields[11]) + int(fields[12])) / os.sysconf(
-            "SC_CLK_TCK")
+        out[group] = out.get(group, 0.0) + seconds
     return out
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from rockstate.checkpoints import parse_checkpoint_metadata
 from rockstate.errors import CorruptCheckpointError
 from rockstate.format import changelog_records, changes_of
-from rockstate.location import CheckpointLocation, StoreRef
+from rockstate.location import CheckpointLocation, StoreRef, VersionEntry
 from rockstate.savepoint import check_savepoint, is_savepoint, read_savepoint
 
 
@@ -128,16 +128,19 @@ def _verify_store(loc: CheckpointLocation, store: StoreRef, report: VerifyReport
     that check is redone, never reported as missing files."""
     report.stores += 1
 
-    def listing() -> tuple[list[str], list[str]]:
+    def listing() -> tuple[list[VersionEntry], list[str]]:
         for sub in ("versions", "manifests", "snapshots"):  # an object store caches listings
             loc.fs.invalidate_cache(f"{store.path}/{sub}")
-        return [e.path for e in loc.version_entries(store)], loc.snapshots(store)
+        return loc.version_entries(store), loc.snapshots(store)
+
+    def paths(listed: tuple[list[VersionEntry], list[str]]) -> tuple[list[str], list[str]]:
+        return [e.path for e in listed[0]], listed[1]
 
     for _ in range(MAX_READS):
         before = listing()
         checked = VerifyReport(report.location)
-        _check_store(loc, store, checked)
-        if listing() == before:
+        _check_store(loc, store, checked, *before)
+        if paths(listing()) == paths(before):
             report.versions += checked.versions
             report.files_checked += checked.files_checked
             report.bytes_checked += checked.bytes_checked
@@ -148,18 +151,19 @@ def _verify_store(loc: CheckpointLocation, store: StoreRef, report: VerifyReport
         "the query (and let its executors' maintenance finish) before verifying"))
 
 
-def _check_store(loc: CheckpointLocation, store: StoreRef, report: VerifyReport) -> None:
+def _check_store(loc: CheckpointLocation, store: StoreRef, report: VerifyReport,
+                 entries: list[VersionEntry], snapshot_paths: list[str]) -> None:
+    """One check of a store whose version entries and snapshot manifests were listed."""
     name = str(store)
     # path -> (size, crc32, kind, versions needing it)
     needed: dict[str, tuple[int, int, str, set[int]]] = {}
-    snapshots: dict[str, set[int]] = {p: set() for p in loc.snapshots(store)}
+    snapshots: dict[str, set[int]] = {p: set() for p in snapshot_paths}
 
     def need(path: str, size: int, crc: int, kind: str, version: int | None) -> None:
         entry = needed.setdefault(path, (size, crc, kind, set()))
         if version is not None:
             entry[3].add(version)
 
-    entries = loc.version_entries(store)
     for v in sorted({e.version for e in entries}):
         report.versions += 1
         try:

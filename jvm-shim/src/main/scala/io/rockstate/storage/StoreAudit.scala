@@ -40,14 +40,15 @@ object StoreAudit {
    * listing changing is an error, as is a store that changed on every one of `MaxReads` reads.
    */
   def audit(dir: StoreCheckpointDir, load: Seq[Long], conf: RockstateConf): StoreAuditReport = {
-    def listing() = (dir.listVersionEntries().map(_.path), dir.listSnapshots().map(_._1))
+    def listing() = (dir.listVersionEntries(), dir.listSnapshots().map(_._1))
+    def paths(l: (Seq[VersionEntry], Seq[String])) = (l._1.map(_.path), l._2)
     @annotation.tailrec
     def attempt(n: Int): StoreAuditReport = {
       val before = listing()
-      val report = try Right(auditOnce(dir, load, conf)) catch {
+      val report = try Right(auditOnce(dir, before._1, before._2, load, conf)) catch {
         case e: CorruptCheckpointException => Left(e)
       }
-      val stable = listing() == before
+      val stable = paths(listing()) == paths(before)
       (report, stable) match {
         case (Right(r), true) => r
         case (Left(e), true) => throw e
@@ -60,11 +61,10 @@ object StoreAudit {
     attempt(1)
   }
 
-  private def auditOnce(dir: StoreCheckpointDir, load: Seq[Long],
-      conf: RockstateConf): StoreAuditReport = {
-    val entries = dir.listVersionEntries()
+  /** One audit of the store whose version entries and snapshot manifests were listed. */
+  private def auditOnce(dir: StoreCheckpointDir, entries: Seq[VersionEntry],
+      snapshots: Seq[String], load: Seq[Long], conf: RockstateConf): StoreAuditReport = {
     val versions = entries.map(_.version).distinct
-    val snapshots = dir.listSnapshots().map(_._1)
     val headers = entries.map(e => e -> dir.readEntryManifest(e))
     val manifests = versions.flatMap(v =>
       VersionEntry.landed(entries.filter(_.version == v)).map(e => headers.find(_._1 == e).get._2))
