@@ -1,6 +1,7 @@
 package io.rockstate.storage
 
 import java.io.{BufferedInputStream, BufferedOutputStream, DataInputStream, DataOutputStream, EOFException, File, FileInputStream, FileOutputStream, InputStream}
+import java.nio.file.{Files, StandardCopyOption}
 
 import scala.util.Using
 
@@ -35,7 +36,12 @@ object Changelog {
     def deleteRange(begin: Array[Byte], end: Array[Byte]): Unit
   }
 
-  /** Appends records to a local file; `finish()` writes the end record and closes it. */
+  /**
+   * Appends records to a local file; `finish()` writes the end record and closes it. A body
+   * that would expand past `DecompressionBound` of the file's size (only pathological data,
+   * such as huge runs of zeros, compresses that far) is stored uncompressed instead, so
+   * readers never refuse what a writer wrote.
+   */
   final class Writer(val file: File, codec: String) extends AutoCloseable {
     private val out = {
       val raw = new FileOutputStream(file)
@@ -45,6 +51,7 @@ object Changelog {
       new DataOutputStream(new BufferedOutputStream(body, 1 << 16))
     }
     private var count = 0L
+    private var rawBytes = 0L // the body's bytes before compression
     private var open = true
 
     def records: Long = count
@@ -63,12 +70,31 @@ object Changelog {
         out.write(value)
       }
       count += 1
+      rawBytes += 1 + 4 + key.length + (if (value != null) 4 + value.length else 0)
     }
 
     def finish(): Unit = if (open) {
       out.writeByte(End)
       out.writeLong(count)
+      rawBytes += 1 + 8
       close()
+      if (codec == "zstd" && rawBytes > DecompressionBound.limitFor(file.length)) {
+        storeUncompressed()
+      }
+    }
+
+    /** Rewrites the finished file with codec none: the same records, no compression. */
+    private def storeUncompressed(): Unit = {
+      val plain = new File(file.getParentFile, file.getName + ".plain")
+      try {
+        Using.resources(new FileInputStream(file), new FileOutputStream(plain)) { (in, o) =>
+          in.skipNBytes(Magic.length + 2L)
+          o.write(Magic)
+          o.write(Array(Format, Codecs("none")))
+          Using.resource(new ZstdInputStream(in))(_.transferTo(o))
+        }
+        Files.move(plain.toPath, file.toPath, StandardCopyOption.REPLACE_EXISTING)
+      } finally Files.deleteIfExists(plain.toPath)
     }
 
     override def close(): Unit = if (open) {
@@ -82,10 +108,14 @@ object Changelog {
    * not a changelog, is cut short or counts differently fails with the file named.
    */
   def replay(file: File, where: String, target: Target): Long =
-    replay(new FileInputStream(file), where, target)
+    replay(new FileInputStream(file), file.length, where, target)
 
-  /** Replays a changelog from a stream (closed at the end): a file's, or a version file's. */
-  def replay(stream: InputStream, where: String, target: Target): Long = {
+  /**
+   * Replays a changelog from a stream (closed at the end): a file's, or a version file's.
+   * `compressedBytes` is the changelog's whole length (header included): its body may expand
+   * to `DecompressionBound.limitFor` of it, no further.
+   */
+  def replay(stream: InputStream, compressedBytes: Long, where: String, target: Target): Long = {
     def corrupt(why: String) = new CorruptCheckpointException(
       s"rockstate: changelog $where is damaged ($why). Restore the file or restart the query " +
         "from an earlier version (`rockstate verify` lists every damaged version).")
@@ -101,11 +131,15 @@ object Changelog {
         case 1 => new ZstdInputStream(raw)
         case other => throw corrupt(s"unknown changelog codec $other")
       }
-      val in = new DataInputStream(new BufferedInputStream(body, 1 << 16))
+      // Counted outside the buffer: `remaining` is exact for the records read so far.
+      val counted = new DecompressionBound.Counted(new BufferedInputStream(body, 1 << 16),
+        compressedBytes, s"changelog $where")
+      val in = new DataInputStream(counted)
       try {
         def bytes(): Array[Byte] = {
           val n = in.readInt()
           if (n < 0 || n > MaxRecordBytes) throw corrupt(s"record length $n out of range")
+          counted.require(n) // before allocating: a bomb's length is refused, not allocated
           val b = new Array[Byte](n)
           in.readFully(b)
           b

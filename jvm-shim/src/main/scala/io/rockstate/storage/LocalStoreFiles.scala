@@ -31,7 +31,10 @@ final class LocalStoreFiles private (val dir: File, base: File, maxCacheBytes: L
   private val cacheDir = new File(dir, "cache")
   Files.createDirectories(cacheDir.toPath)
 
-  def cached(path: String): File = new File(cacheDir, path.replace('/', '_'))
+  /** The cache's copy of checkpoint path `path` (checked: it names a file in the cache). */
+  def cached(path: String): File = CheckpointPath.localFile(cacheDir,
+    CheckpointPath.relative(path, s"a file name cached in $cacheDir").replace('/', '_'),
+    s"a file name cached in $cacheDir")
 
   /** A fresh private directory or file name under the store's local directory. */
   def newWorkPath(prefix: String): File = new File(dir, s"$prefix-${UUID.randomUUID()}")
@@ -52,7 +55,7 @@ final class LocalStoreFiles private (val dir: File, base: File, maxCacheBytes: L
   def fetch(remote: StoreCheckpointDir, path: String, size: Long, crc32: Long,
       neededBy: String): (File, Long) = {
     val target = cached(path)
-    if (target.isFile && target.length == size && LocalStoreFiles.intact(target, crc32)) {
+    if (isPlainFile(target) && target.length == size && LocalStoreFiles.intact(target, crc32)) {
       (target, 0L)
     } else {
       val part = newWorkPath("download")
@@ -74,7 +77,7 @@ final class LocalStoreFiles private (val dir: File, base: File, maxCacheBytes: L
   def fetchSelfChecked(remote: StoreCheckpointDir, path: String, size: Long,
       neededBy: String): (File, Long, Long) = {
     val target = cached(path)
-    if (target.isFile && target.length == size) {
+    if (isPlainFile(target) && target.length == size) {
       (target, LocalStoreFiles.crcOf(target), 0L)
     } else {
       val part = newWorkPath("download")
@@ -88,6 +91,10 @@ final class LocalStoreFiles private (val dir: File, base: File, maxCacheBytes: L
       (target, crc, downloaded)
     }
   }
+
+  /** A regular file, not a symlink: the cache holds only what this JVM downloaded. */
+  private def isPlainFile(f: File): Boolean =
+    Files.isRegularFile(f.toPath, java.nio.file.LinkOption.NOFOLLOW_LINKS)
 
   /** Drops cached files whose checkpoint path is not in `keep`. */
   def prune(keep: Set[String]): Unit = {

@@ -1,10 +1,10 @@
 package io.rockstate.storage
 
-import java.io.{BufferedInputStream, BufferedOutputStream, ByteArrayInputStream, ByteArrayOutputStream, DataInputStream, DataOutputStream, EOFException, File, FileOutputStream, OutputStream}
+import java.io.{BufferedInputStream, BufferedOutputStream, ByteArrayInputStream, ByteArrayOutputStream, DataInputStream, DataOutputStream, EOFException, File, OutputStream}
 import java.util.Base64
 import java.util.zip.CRC32
 import java.nio.charset.StandardCharsets
-import java.nio.file.Files
+import java.nio.file.{FileAlreadyExistsException, Files, StandardOpenOption}
 
 import scala.util.Using
 
@@ -26,12 +26,21 @@ object MetaPack {
   val Format: Byte = 1
   // RocksDB's MANIFEST of a large database is a few MB at most; anything larger is damage.
   private val MaxFileBytes = 1L << 30
+  // The least one file takes in a pack: name length, a 1-byte name, length.
+  private val MinEntryBytes = 4 + 1 + 8
 
   /** Packs `files` (plain files, by their names) into a manifest's inline pack. */
   def inline(files: Seq[File]): MetaPackRef = {
     val out = new ByteArrayOutputStream()
-    write(files, out)
+    val raw = write(files, out)
     val bytes = out.toByteArray
+    // Readers refuse a pack expanding past DecompressionBound of its size; RocksDB's small
+    // files never compress that far (it takes more than 64 MiB of them), but never write one.
+    if (raw > DecompressionBound.limitFor(bytes.length)) {
+      throw new java.io.IOException(s"rockstate: RocksDB's small files (${files.map(_.getName)
+        .mkString(", ")}) take $raw bytes, packed into ${bytes.length}: past what a reader " +
+        "accepts from a meta pack (DecompressionBound); the snapshot is not uploaded.")
+    }
     val crc = new CRC32()
     crc.update(bytes)
     MetaPackRef(bytes.length, crc.getValue, Base64.getEncoder.encodeToString(bytes))
@@ -53,19 +62,20 @@ object MetaPack {
     unpack(bytes, into, where)
   }
 
-  private def write(files: Seq[File], raw: OutputStream): Unit = {
+  /** Writes the pack of `files` to `raw`; returns the bytes of its body before compression. */
+  private def write(files: Seq[File], raw: OutputStream): Long = {
     raw.write(Magic)
     raw.write(Format.toInt)
     Using.resource(new DataOutputStream(new BufferedOutputStream(
         new ZstdOutputStream(raw, 3), 1 << 16))) { data =>
       data.writeInt(files.size)
-      files.foreach { f =>
+      4L + files.map { f =>
         val name = f.getName.getBytes(StandardCharsets.UTF_8)
         data.writeInt(name.length)
         data.write(name)
         data.writeLong(f.length)
-        Files.copy(f.toPath, data)
-      }
+        4L + name.length + 8 + Files.copy(f.toPath, data)
+      }.sum
     }
   }
 
@@ -80,20 +90,32 @@ object MetaPack {
         throw corrupt("not a rockstate meta pack")
       }
       if (header(Magic.length) != Format) throw corrupt(s"unknown format ${header(Magic.length)}")
-      val in = new DataInputStream(new BufferedInputStream(new ZstdInputStream(raw), 1 << 16))
+      // Counted outside the buffer: `remaining` is exact for what was read so far.
+      val counted = new DecompressionBound.Counted(new BufferedInputStream(
+        new ZstdInputStream(raw), 1 << 16), pack.length, s"the meta pack of $where")
+      val in = new DataInputStream(counted)
       try {
         val count = in.readInt()
-        if (count < 0 || count > 10000) throw corrupt(s"file count $count out of range")
-        (0 until count).map { _ =>
+        if (count < 0 || count > 10000 || count.toLong * MinEntryBytes > counted.remaining) {
+          throw corrupt(s"file count $count out of range")
+        }
+        (0 until count).map { i =>
           val n = in.readInt()
           if (n <= 0 || n > 4096) throw corrupt(s"name length $n out of range")
-          val name = new String(in.readNBytes(n), StandardCharsets.UTF_8)
-          if (name.contains('/') || name.contains('\\') || name.startsWith(".")) {
-            throw corrupt(s"bad file name '$name'")
-          }
+          val nameBytes = new Array[Byte](n)
+          in.readFully(nameBytes)
+          val name = new String(nameBytes, StandardCharsets.UTF_8)
+          // Checkpoint input: one plain name, written inside `into` and nowhere else.
+          val target = CheckpointPath.localFile(into, name, s"the meta pack of $where, file $i")
           val length = in.readLong()
           if (length < 0 || length > MaxFileBytes) throw corrupt(s"length $length out of range")
-          Using.resource(new FileOutputStream(new File(into, name))) { out =>
+          counted.require(length) // a bomb's length is refused before anything is written
+          // A new file only: never over (or through) a file or link already there.
+          val created = try Files.newOutputStream(target.toPath, StandardOpenOption.CREATE_NEW,
+            StandardOpenOption.WRITE) catch {
+            case _: FileAlreadyExistsException => throw corrupt(s"file '$name' is there already")
+          }
+          Using.resource(created) { out =>
             val buf = new Array[Byte](1 << 16)
             var left = length
             while (left > 0) {

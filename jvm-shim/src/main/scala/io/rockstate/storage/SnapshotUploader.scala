@@ -113,7 +113,8 @@ final case class SnapshotJob(
       throw outlived(version)
     }
     uploaded.foreach { case (e, _) =>
-      local.adopt(new File(checkpoint, e.localName), e.path, e.crc32)
+      local.adopt(CheckpointPath.localFile(checkpoint, e.localName,
+        s"the local checkpoint of version $version, file ${e.path}"), e.path, e.crc32)
     }
     (written, path)
   }

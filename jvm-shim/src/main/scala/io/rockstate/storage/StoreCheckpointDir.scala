@@ -36,7 +36,12 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
 
   def manifestPath(version: Long): Path = new Path(manifestsDir, s"$version.json")
 
-  def resolve(relative: String): Path = new Path(root, relative)
+  /**
+   * A file named relative to the store directory: every download, delete and existence check
+   * goes through here, so a name from a checkpoint file never reaches outside the store.
+   */
+  def resolve(relative: String): Path =
+    CheckpointPath.within(root, relative, s"a file name of the store in $root")
 
   /** Copies a local file up, returning its size and CRC32 computed on the bytes sent. */
   def upload(local: File, relative: String): (Long, Long) = {

@@ -81,7 +81,7 @@ object VersionFile {
       if (checkCrc) checkContent(file, length, expected, where)
     }
     val (m, changesOffset) = Using.resource(new Limited(new FileInputStream(file),
-      length - TrailerBytes))(in => readStart(in, where))
+      length - TrailerBytes))(in => readStart(in, where, Some(length - TrailerBytes)))
     Parsed(withOwnChanges(m, path, size, crc32), changesOffset,
       length - TrailerBytes - changesOffset)
   }
@@ -109,10 +109,14 @@ object VersionFile {
    * Reads only the header of a version file (cleanup and listings need the lineage, not the
    * changes); the trailer is not checked here, loads check it.
    */
-  def readHeader(in: InputStream, where: String): VersionManifest = readStart(in, where)._1
+  def readHeader(in: InputStream, where: String): VersionManifest = readStart(in, where, None)._1
 
-  /** Reads magic, layout and header from the file's start; returns them and where they end. */
-  private def readStart(in: InputStream, where: String): (VersionManifest, Long) = {
+  /**
+   * Reads magic, layout and header from the file's start; returns them and where they end.
+   * With `end` (where the trailer starts), a header length reaching past it is refused.
+   */
+  private def readStart(in: InputStream, where: String,
+      end: Option[Long]): (VersionManifest, Long) = {
     val start = in.readNBytes(HeaderStart)
     if (start.length < HeaderStart || !java.util.Arrays.equals(start.take(Magic.length), Magic)) {
       throw corrupt(where, "not a rockstate version file")
@@ -123,6 +127,10 @@ object VersionFile {
     val headerLen = ByteBuffer.wrap(start, Magic.length + 1, 4).getInt
     if (headerLen <= 0 || headerLen > MaxHeaderBytes) {
       throw corrupt(where, s"header length $headerLen out of range")
+    }
+    end.filter(HeaderStart.toLong + headerLen > _).foreach { e =>
+      throw corrupt(where, s"header length $headerLen reaches past the end of the file " +
+        s"(${e + TrailerBytes} bytes)")
     }
     val header = in.readNBytes(headerLen)
     if (header.length < headerLen) throw corrupt(where, "it ends inside its header")

@@ -136,6 +136,17 @@ object VersionManifest {
         m.commit != null && m.commit.isDefined
     }
     if (!complete) throw missingFields(where)
+    // Checkpoint input: every name it gives a file must stay inside the store (the files a
+    // cleanup deletes and a load reads are these), checked before anything uses them.
+    if (m.isLegacy) checkFiles(m.files, where)
+    else {
+      m.snapshot.foreach(s => CheckpointPath.relative(s.path, s"manifest $where, snapshot.path"))
+      m.changelogs.zipWithIndex.foreach { case (c, i) =>
+        if (c == null) throw missingFields(where)
+        CheckpointPath.relative(c.path, s"manifest $where, changelogs[$i].path (version " +
+          s"${c.version})")
+      }
+    }
     if (m.isLegacy) m.copy(snapshot = None, changelogs = Nil, commit = None) else m
   }
 
@@ -145,8 +156,17 @@ object VersionManifest {
     if (m.formatVersion >= 3 && (m.metaPack == null || m.metaPack.isEmpty)) {
       throw missingFields(where)
     }
+    checkFiles(m.files, where)
     if (m.metaPack == null) m.copy(metaPack = None) else m
   }
+
+  /** A manifest's files: each `path` inside the store, each `localName` one plain name. */
+  private def checkFiles(files: Seq[StateFile], where: String): Unit =
+    files.zipWithIndex.foreach { case (f, i) =>
+      if (f == null) throw missingFields(where)
+      CheckpointPath.relative(f.path, s"manifest $where, files[$i].path")
+      CheckpointPath.fileName(f.localName, s"manifest $where, files[$i].localName (${f.path})")
+    }
 
   private def parse[T](bytes: Array[Byte], where: String, cls: Class[T]): T = {
     val tree = try mapper.readTree(bytes) catch {

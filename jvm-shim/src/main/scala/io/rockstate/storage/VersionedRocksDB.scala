@@ -1,7 +1,7 @@
 package io.rockstate.storage
 
 import java.io.{File, FileInputStream}
-import java.nio.file.Files
+import java.nio.file.{Files, LinkOption}
 import java.util.UUID
 import java.util.concurrent.{Future => JFuture}
 import java.util.concurrent.atomic.AtomicReference
@@ -219,13 +219,20 @@ final class VersionedRocksDB(
     // and CRC32): on an object store a load is bound by request latency, not bandwidth.
     fetched.prefetch(snapshot.toSeq.flatMap(_.files.map(f => (f.path, f.size, f.crc32))) ++
       manifest.toSeq.flatMap(_.changelogs.map(c => (c.path, c.size, c.crc32))))
-    snapshot.foreach(_.files.foreach { f =>
+    for (ref <- snapshotRef; s <- snapshot; f <- s.files) {
       val cached = fetched(f.path, f.size, f.crc32)
+      // The manifest is checkpoint input: its names stay inside the work directory, and
+      // what is linked or copied is the cache's own regular file, never through a symlink.
+      val where = s"snapshot manifest ${checkpointDir.resolve(ref.path)}, file ${f.path}"
+      val target = CheckpointPath.localFile(workDir, f.localName, where)
+      if (!Files.isRegularFile(cached.toPath, LinkOption.NOFOLLOW_LINKS)) {
+        throw new CorruptCheckpointException(s"rockstate: the cached copy $cached of ${f.path} " +
+          s"($where) is not a regular file; delete the executor's local store files.")
+      }
       // SSTs are immutable: link them. RocksDB rewrites its small files: copy those.
-      val target = new File(workDir, f.localName)
       if (f.kind == "sst") Files.createLink(target.toPath, cached.toPath)
       else Files.copy(cached.toPath, target.toPath)
-    })
+    }
     for (ref <- snapshotRef; s <- snapshot) {
       // Format 3: the small files are packed inside the snapshot manifest.
       val where = checkpointDir.resolve(ref.path).toString
@@ -273,11 +280,14 @@ final class VersionedRocksDB(
     val file = fetched(c.path, c.size, c.crc32)
     val where = checkpointDir.resolve(c.path).toString
     // The whole file was just checked against the lineage's CRC32.
-    val changes = if (!VersionFile.isVersionFile(c.path)) new FileInputStream(file)
-      else VersionFile.changes(file, VersionFile.read(file, c.path, where, c.size, c.crc32,
-        checkCrc = false))
+    val (changes, length) = if (!VersionFile.isVersionFile(c.path)) {
+      (new FileInputStream(file), file.length)
+    } else {
+      val parsed = VersionFile.read(file, c.path, where, c.size, c.crc32, checkCrc = false)
+      (VersionFile.changes(file, parsed), parsed.changesLength)
+    }
     val target = rocksDB
-    Changelog.replay(changes, where, new Changelog.Target {
+    Changelog.replay(changes, length, where, new Changelog.Target {
       def put(k: Array[Byte], v: Array[Byte]): Unit = target.put(k, v)
       def merge(k: Array[Byte], v: Array[Byte]): Unit = target.merge(k, v)
       def delete(k: Array[Byte]): Unit = target.delete(k)
