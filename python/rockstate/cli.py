@@ -6,11 +6,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from rockstate.errors import RockstateError
 from rockstate.progress import StoreProgress
+
+if TYPE_CHECKING:
+    from rockstate.location import CheckpointLocation
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,8 +98,45 @@ def main(argv: list[str] | None = None) -> int:
         print(spark_defaults())
         return 0
     except RockstateError as e:
-        print(str(e), file=sys.stderr)
+        _fail(args.command, str(e))
         return 2
+    except KeyboardInterrupt:
+        _fail(args.command, "interrupted")
+        return 130
+    except Exception as e:  # a bug, not bad input: still one line, the traceback on request
+        if os.environ.get("ROCKSTATE_DEBUG"):
+            raise
+        _fail(args.command, f"unexpected {type(e).__name__}: {e} (this is a rockstate bug: "
+              "rerun with ROCKSTATE_DEBUG=1 for the traceback and report it)")
+        return 3
+
+
+def _fail(command: str, message: str) -> None:
+    """One line on stderr: the command and what is wrong (messages name the fix)."""
+    print(f"rockstate {command}: " + " ".join(message.split()), file=sys.stderr)
+
+
+def _require_state(location: CheckpointLocation) -> None:
+    """An offline command given a location with no state it can read says so and fails,
+    rather than printing nothing and succeeding."""
+    from rockstate import spark_rocksdb
+    from rockstate.savepoint import is_savepoint
+
+    if location.stores() or is_savepoint(location) or any(
+            spark_rocksdb.partitions(location, op, "default") for op in location.operators()):
+        return
+    what = "no stateful operator" if not location.operators() else \
+        f"operators {location.operators()}, but no rockstate or Spark RocksDB store"
+    provider = ""
+    try:
+        from rockstate.offsets import provider_class
+
+        provider = f"; its offset log names the provider {provider_class(location.url)}"
+    except RockstateError:
+        pass
+    raise RockstateError(f"{location.url} holds {what}{provider}. Give the checkpointLocation "
+                         "of a stateful query run on rockstate or on Spark's "
+                         "RocksDBStateStoreProvider.")
 
 
 def _savepoint_command(args: argparse.Namespace) -> int:
@@ -138,6 +180,7 @@ def _checkpoint_command(args: argparse.Namespace) -> int:
     from rockstate.savepoint import is_savepoint, read_savepoint
 
     location = CheckpointLocation(args.location)
+    _require_state(location)
     if args.command == "inspect":
         summary = location.summary()
         if is_savepoint(location):
@@ -194,6 +237,7 @@ def _state_command(args: argparse.Namespace) -> int:
     from rockstate.read import export, read_state, table_rows
 
     location = CheckpointLocation(args.location)
+    _require_state(location)
     if args.command == "export":
         total = len(location.stores()) or sum(
             len(spark_rocksdb.partitions(location, op, "default"))
@@ -226,14 +270,18 @@ def _state_command(args: argparse.Namespace) -> int:
 
 
 def _report_command(args: argparse.Namespace) -> int:
+    from rockstate.location import CheckpointLocation
     from rockstate.report import report
+
+    location = CheckpointLocation(args.location)
+    _require_state(location)
 
     def progress(items: Iterable) -> Iterable:
         items = list(items)
         with StoreProgress(len(items), "reading manifests of") as bar:
             yield from bar.wrap(items)
 
-    path = report(args.location, args.output, progress=progress)
+    path = report(location, args.output, progress=progress)
     print(path)
     return 0
 

@@ -12,6 +12,8 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
+from rockstate import decompress
+from rockstate.checkpoint_path import file_name, relative_path
 from rockstate.errors import CorruptCheckpointError
 
 FORMAT_VERSION = 3
@@ -127,9 +129,20 @@ def load_document(data: bytes, where: str, newest: int = FORMAT_VERSION,
     return doc
 
 
-def _files(items: list) -> tuple[StateFile, ...]:
-    return tuple(StateFile(f["localName"], f["path"], int(f["size"]), int(f["crc32"]), f["kind"])
-                 for f in items)
+def _files(items: list, where: str) -> tuple[StateFile, ...]:
+    return tuple(StateFile(file_name(f["localName"], f"{where} (files[{i}].localName)"),
+                           relative_path(f["path"], f"{where} (files[{i}].path)"),
+                           _length(f["size"], f"{where} (files[{i}].size)"), int(f["crc32"]),
+                           f["kind"])
+                 for i, f in enumerate(items))
+
+
+def _length(value: object, where: str) -> int:
+    """A size read from a manifest: a whole number of bytes, never negative."""
+    n = int(value)  # type: ignore[call-overload]
+    if n < 0:
+        raise CorruptCheckpointError(f"{where} is {n}, a negative size; the manifest is damaged.")
+    return n
 
 
 def _families(items: list) -> dict[str, int]:
@@ -152,12 +165,15 @@ def parse_version_manifest(data: bytes, where: str) -> VersionManifest:
             num_keys=int(doc["numKeys"]),
             use_column_families=bool(doc["useColumnFamilies"]),
             column_families=_families(doc["columnFamilies"]),
-            snapshot=SnapshotRef(int(snapshot["version"]), snapshot["path"]) if snapshot else None,
-            changelogs=tuple(ChangelogRef(int(c["version"]), c["path"], int(c["size"]),
-                                          int(c["crc32"]), int(c["records"]))
-                             for c in doc.get("changelogs") or []),
+            snapshot=SnapshotRef(int(snapshot["version"]), relative_path(
+                snapshot["path"], f"{where} (snapshot.path)")) if snapshot else None,
+            changelogs=tuple(ChangelogRef(int(c["version"]), relative_path(
+                c["path"], f"{where} (changelogs[{i}].path)"),
+                _length(c["size"], f"{where} (changelogs[{i}].size)"), int(c["crc32"]),
+                int(c["records"]))
+                for i, c in enumerate(doc.get("changelogs") or [])),
             commit=doc.get("commit") or {},
-            files=_files(doc["files"]) if doc["formatVersion"] == 1 else (),
+            files=_files(doc["files"], where) if doc["formatVersion"] == 1 else (),
         )
     except (KeyError, TypeError, ValueError) as e:
         raise CorruptCheckpointError(
@@ -250,23 +266,27 @@ def unpack_meta(data: bytes, where: str) -> list[tuple[str, bytes]]:
         raise corrupt("not a rockstate meta pack")
     if data[4] != 1:
         raise corrupt(f"unknown format {data[4]}")
-    import pyarrow as pa
-
-    try:
-        body = bytes(pa.CompressedInputStream(pa.BufferReader(data[5:]), "zstd").read())
-    except (OSError, pa.ArrowException) as e:
-        raise corrupt(f"zstd: {e}") from None
+    body = decompress.zstd(memoryview(data)[5:], f"the meta pack of {where}", len(data))
     try:
         (count,) = struct.unpack_from(">i", body, 0)
         pos, out = 4, []
-        for _ in range(count):
+        # The JVM's limits (MetaPack): at most 10,000 files, names of at most 4,096 bytes;
+        # each entry takes 13 bytes at least.
+        if count < 0 or count > min(10_000, (len(body) - pos) // 13):
+            raise corrupt(f"file count {count} out of range")
+        for i in range(count):
             (n,) = struct.unpack_from(">i", body, pos)
-            name = body[pos + 4:pos + 4 + n].decode()
+            if n <= 0 or n > 4096 or pos + 4 + n > len(body):
+                raise corrupt(f"name length {n} of entry {i} out of range")
+            name = file_name(body[pos + 4:pos + 4 + n].decode(),
+                             f"the meta pack of {where} (entry {i})")
             pos += 4 + n
             (length,) = struct.unpack_from(">q", body, pos)
             pos += 8
-            if "/" in name or name.startswith(".") or pos + length > len(body):
-                raise corrupt(f"bad entry {name!r}")
+            if length < 0 or pos + length > len(body):
+                raise corrupt(f"length {length} of {name!r} out of range")
+            if any(name == seen for seen, _ in out):
+                raise corrupt(f"{name!r} is in it twice")
             out.append((name, body[pos:pos + length]))
             pos += length
     except (struct.error, UnicodeDecodeError) as e:
@@ -283,14 +303,27 @@ def parse_snapshot_manifest(data: bytes, where: str) -> SnapshotManifest:
             num_keys=int(doc["numKeys"]),
             use_column_families=bool(doc["useColumnFamilies"]),
             column_families=_families(doc["columnFamilies"]),
-            files=_files(doc["files"]),
+            files=_files(doc["files"], where),
             stats=doc.get("stats") or {},
-            meta_pack=doc["metaPack"] if doc["formatVersion"] >= 3 else None,
+            meta_pack=_meta_pack_ref(doc["metaPack"], where) if doc["formatVersion"] >= 3
+            else None,
         )
     except (KeyError, TypeError, ValueError) as e:
         raise CorruptCheckpointError(
             f"snapshot manifest {where} is missing or has a bad field ({e!r}); it is "
             "corrupt.") from None
+
+
+def _meta_pack_ref(ref: object, where: str) -> dict:
+    """A format 3 snapshot manifest's ``metaPack``: required (RocksDB cannot open without its
+    small files), with a size, a CRC32 and the data."""
+    if not isinstance(ref, dict) or not isinstance(ref.get("data"), str):
+        raise CorruptCheckpointError(
+            f"snapshot manifest {where} has no meta pack (RocksDB's small files); it is "
+            "corrupt.")
+    _length(ref["size"], f"{where} (metaPack.size)")
+    int(ref["crc32"])  # a number, or the ValueError the caller reports as damage
+    return ref
 
 
 def changelog_records(data: bytes, where: str) -> Iterator[tuple[str, bytes, bytes | None]]:
@@ -310,12 +343,7 @@ def changelog_records(data: bytes, where: str) -> Iterator[tuple[str, bytes, byt
         raise corrupt(f"unknown changelog codec {data[5]}")
     body = data[6:]
     if CODECS[data[5]] == "zstd":
-        import pyarrow as pa
-
-        try:
-            body = bytes(pa.CompressedInputStream(pa.BufferReader(body), "zstd").read())
-        except (OSError, pa.ArrowException) as e:
-            raise corrupt(f"zstd: {e}") from None
+        body = decompress.zstd(memoryview(data)[6:], f"changelog {where}", len(data))
     # A tight loop over offsets: this runs once per record of every changelog read.
     unpack_int, unpack_long = struct.Struct(">i").unpack_from, struct.Struct(">q").unpack_from
     end = len(body)

@@ -8,12 +8,14 @@ snapshots and changelogs as docs/checkpoint-format.md lays them out.
 from __future__ import annotations
 
 import json
+import os
 import posixpath
 from dataclasses import dataclass
 from typing import Any
 
 import fsspec
 
+from rockstate.checkpoint_path import join_within
 from rockstate.checkpoints import Checkpoint, parse_abort_record, parse_checkpoint_metadata
 from rockstate.errors import CorruptCheckpointError
 from rockstate.format import (
@@ -49,6 +51,9 @@ class CheckpointLocation:
     def __init__(self, url: str, **storage_options: Any) -> None:
         self.url = url
         self.fs, self.root = fsspec.core.url_to_fs(url, **storage_options)
+        protocols = (self.fs.protocol,) if isinstance(self.fs.protocol, str) else \
+            tuple(self.fs.protocol)
+        self._local = "file" in protocols
         # Spark's commit log entries read so far (they never change once written).
         self._recorded: dict[int, dict[int, list[list[str]]]] = {}
         if not self.fs.isdir(self.root):
@@ -90,13 +95,30 @@ class CheckpointLocation:
 
     def read(self, store: StoreRef, relative: str, needed_by: str) -> bytes:
         """A file of a store; a missing one is an error naming what needs it."""
-        path = posixpath.join(store.path, relative)
+        return self._cat(join_within(store.path, relative, f"{needed_by} of {store}"),
+                         f"{needed_by} of {store}")
+
+    def read_file(self, relative: str, needed_by: str) -> bytes:
+        """A file of the checkpoint, by its path inside it (checked to stay inside it)."""
+        return self._cat(join_within(self.root, relative, needed_by), needed_by)
+
+    def _cat(self, path: str, needed_by: str) -> bytes:
+        """A file's bytes; missing, a directory or (on a local disk) a symlink, which could
+        lead anywhere, is CorruptCheckpointError naming what needs it."""
+        if self._local and os.path.islink(path):
+            raise CorruptCheckpointError(
+                f"{path}, needed by {needed_by}, is a symbolic link; rockstate does not follow "
+                "links in a checkpoint. Replace it with the file itself.")
         try:
             return self.fs.cat_file(path)
         except FileNotFoundError:
             raise CorruptCheckpointError(
-                f"{path}, needed by {needed_by} of {store}, is missing from the checkpoint "
-                "location.") from None
+                f"{path}, needed by {needed_by}, is missing from the checkpoint location."
+            ) from None
+        except (IsADirectoryError, PermissionError) as e:
+            raise CorruptCheckpointError(
+                f"{path}, needed by {needed_by}, cannot be read as a file ({e.strerror}).") \
+                from None
 
     def _listing(self, store: StoreRef, sub: str, suffix: str) -> list[str]:
         path = posixpath.join(store.path, sub)
@@ -116,7 +138,8 @@ class CheckpointLocation:
             for info in self.fs.ls(path, detail=True):
                 name = posixpath.basename(info["name"])
                 head = name[:-len(suffix)] if sub == "manifests" else name.split("-", 1)[0]
-                if name.endswith(suffix) and not name.startswith(".") and head.isdigit():
+                if name.endswith(suffix) and not name.startswith(".") and head.isdigit() \
+                        and info.get("type") != "directory":
                     out.append(VersionEntry(int(head), f"{sub}/{name}", _mtime(info),
                                             int(info["size"])))
         return sorted(out, key=lambda e: (e.version, e.mtime, e.path))

@@ -9,7 +9,7 @@ from typing import Any
 
 import fsspec
 
-from rockstate.errors import RockstateError
+from rockstate.errors import CorruptCheckpointError, RockstateError
 
 
 def log_entries(fs: Any, path: str) -> dict[int, str]:
@@ -28,15 +28,27 @@ def log_entries(fs: Any, path: str) -> dict[int, str]:
 def entry_lines(data: bytes, path: str) -> list[str]:
     """An offset log entry's lines: the log format version ("v1"), the batch metadata (JSON,
     with the confs), then one line per source."""
-    lines = data.decode().split("\n")
+    try:
+        lines = data.decode().split("\n")
+    except UnicodeDecodeError:
+        lines = []
     if len(lines) < 2 or not lines[0].startswith("v"):
-        raise RockstateError(f"rockstate: {path} is not a Spark offset log file")
+        raise CorruptCheckpointError(f"rockstate: {path} is not a Spark offset log file (it "
+                                     "is damaged)")
     return lines
 
 
 def entry_confs(lines: list[str]) -> dict[str, str]:
     """The session confs an offset log entry (its ``entry_lines``) recorded."""
-    return dict(json.loads(lines[1]).get("conf", {}))
+    try:
+        doc = json.loads(lines[1])
+    except ValueError:
+        doc = None
+    conf = doc.get("conf", {}) if isinstance(doc, dict) else None
+    if not isinstance(conf, dict):
+        raise CorruptCheckpointError("rockstate: an offset log entry's batch metadata is "
+                                     "damaged (not JSON with a conf object)")
+    return {str(k): str(v) for k, v in conf.items()}
 
 
 def recorded_confs(checkpoint_location: str | Path, batch_id: int | None = None,

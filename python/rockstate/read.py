@@ -22,7 +22,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from rockstate import spark_rocksdb
+from rockstate import offsets, spark_rocksdb
+from rockstate.checkpoint_path import file_name, local_within
 from rockstate.errors import CorruptCheckpointError, RockstateError
 from rockstate.format import (
     SnapshotManifest,
@@ -35,6 +36,7 @@ from rockstate.location import DEFAULT_STORE, CheckpointLocation, StoreRef
 from rockstate.state_schema import family_schemas, v2_schemas
 from rockstate.unsaferow import decode_rows
 
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 # Spark's state encoders put one version byte before every key and value's UnsafeRow.
 ENCODING_VERSION_BYTES = 1
 
@@ -60,6 +62,28 @@ def _refuse_prefix_keys(loc: CheckpointLocation, operator: int, store: str) -> N
                 "is not supported yet.")
 
 
+def _refuse_missing_partitions(loc: CheckpointLocation, operator: int, version: int,
+                               found: set[int], wanted: list[int] | None) -> None:
+    """Every partition the batch that wrote ``version`` ran (Spark records its shuffle
+    partitions in the offset log) must have its store: a missing folder is damage, never a
+    query with fewer partitions."""
+    try:
+        confs = offsets.recorded_confs(loc.url, version - 1, **_options(loc))
+        count = int(confs[SHUFFLE_PARTITIONS])
+    except (RockstateError, FileNotFoundError, KeyError, ValueError, IndexError):
+        return  # no offset entry for that batch (it expired): nothing to compare with
+    missing = sorted(set(range(count) if wanted is None else wanted) & set(range(count)) - found)
+    if missing:
+        raise CorruptCheckpointError(
+            f"operator {operator} ran batch {version - 1} on {count} partitions, but the "
+            f"state of partitions {missing} is missing from {loc.url}; the checkpoint is "
+            "damaged (restore the folders from a backup).")
+
+
+def _options(loc: CheckpointLocation) -> dict[str, Any]:
+    return dict(loc.fs.storage_options)
+
+
 def _stage_files(loc: CheckpointLocation, store: StoreRef, files: tuple[StateFile, ...],
                  into: Path, version: int) -> None:
     """Copies a snapshot's files into ``into``, each checked against its size and CRC32."""
@@ -70,7 +94,8 @@ def _stage_files(loc: CheckpointLocation, store: StoreRef, files: tuple[StateFil
                 f"{posixpath.join(store.path, f.path)}, needed by version {version} of {store}, "
                 f"does not match its manifest (size {len(data)} vs {f.size}); the checkpoint "
                 "is damaged. Run `rockstate verify` to see what else is.")
-        (into / f.local_name).write_bytes(data)
+        local_within(into, f.local_name, f"the manifest of version {version} of {store}"
+                     ).write_bytes(data)
 
 
 def stage_snapshot(loc: CheckpointLocation, store: StoreRef, snapshot: SnapshotManifest,
@@ -79,7 +104,7 @@ def stage_snapshot(loc: CheckpointLocation, store: StoreRef, snapshot: SnapshotM
     and (format 3) the small files packed in its manifest at ``path``."""
     _stage_files(loc, store, snapshot.files, into, version)
     for name, content in snapshot.meta_files(posixpath.join(store.path, path)):
-        (into / name).write_bytes(content)
+        local_within(into, name, posixpath.join(store.path, path)).write_bytes(content)
     if not (into / "CURRENT").is_file():  # RocksDB needs it; never read as empty state
         raise CorruptCheckpointError(
             f"the snapshot {posixpath.join(store.path, path)} of version {version} of {store} "
@@ -121,8 +146,6 @@ def store_entries(loc: CheckpointLocation, store: StoreRef, version: int,
 def _replayed_entries(loc: CheckpointLocation, store: StoreRef, version: int,
                       m: VersionManifest) -> dict[bytes, bytes]:
     """The store's snapshot at or before ``version`` with its changelogs replayed on top."""
-    from rocksdict import AccessType, Rdict
-
     entries: dict[bytes, bytes] = {}
     # Format 1 versions list their full snapshot's files themselves.
     if m.format_version == 1 or m.snapshot is not None:
@@ -133,11 +156,8 @@ def _replayed_entries(loc: CheckpointLocation, store: StoreRef, version: int,
                 stage_snapshot(loc, store, loc.snapshot_manifest(
                     store, m.snapshot.path, f"version {version}"), m.snapshot.path, Path(tmp),
                     version)
-            db = Rdict(tmp, access_type=AccessType.read_only())
-            try:
-                entries = dict(db.items())
-            finally:
-                db.close()
+            entries = spark_rocksdb.open_read_only(
+                tmp, f"of version {version} of {store}")
     for c in m.changelogs:
         data = loc.read(store, c.path, f"version {version}")
         if len(data) != c.size or zlib.crc32(data) != c.crc32:
@@ -188,6 +208,8 @@ def read_state(location: str | CheckpointLocation, operator: int = 0,
                              f"{loc.url} (operators: {loc.operators()})")
     if version is None:
         version = min(versions[-1] for _, _, versions, _ in sources if versions)
+    _refuse_missing_partitions(loc, operator, version, {p for p, _, _, _ in sources},
+                               partitions)
     if state_var is not None:
         from rockstate import tws
 
@@ -269,15 +291,20 @@ def export(location: str | CheckpointLocation, dest: str, format: str = "parquet
                    {(op, DEFAULT_STORE) for op in loc.operators()
                     if spark_rocksdb.partitions(loc, op, DEFAULT_STORE)})
     for operator, name in names:
-        base = posixpath.join(root, f"operator={operator}", f"store={name}")
+        where = f"operator {operator} of {loc.url}"
+        base = posixpath.join(root, f"operator={operator}",
+                              file_name(f"store={name}", f"the store names of {where}"))
         if loc.fs.isdir(loc._path("state", str(operator), "_metadata", "v2")):
             from rockstate import tws
 
-            # transformWithState: one dataset per state variable (column family).
+            # transformWithState: one dataset per state variable (column family), each in
+            # a folder named after it (checked first: the name comes from the checkpoint).
+            folders = {var: posixpath.join(base, file_name(
+                f"column_family={var}", f"the state variables of {where}"))
+                for var in sorted(tws.state_variables(loc, operator))}
             parts = [(read_state(loc, operator, version=version, store=name,
-                                 progress=progress, state_var=var),
-                      posixpath.join(base, f"column_family={var}"))
-                     for var in sorted(tws.state_variables(loc, operator))]
+                                 progress=progress, state_var=var), folder)
+                     for var, folder in folders.items()]
         else:
             parts = [(read_state(loc, operator, version=version, store=name,
                                  progress=progress), base)]

@@ -30,14 +30,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import fsspec
-
+from rockstate.checkpoint_path import relative_path
 from rockstate.errors import CorruptCheckpointError, RockstateError
 from rockstate.location import CheckpointLocation, StoreRef
 from rockstate.offsets import log_entries
+from rockstate.staged_target import StagedTarget
 
 SAVEPOINT_FILE = "_savepoint.json"
 _OPERATOR_METADATA_V2 = re.compile(r"^state/\d+/_metadata/v2/\d+$")
+# Where a schema file's path, as Spark recorded it, stops being the checkpoint's root.
+_SCHEMA_RELATIVE = re.compile(r"(?:^|/)(state/\d+/_stateSchema/[^:]+)$")
 SAVEPOINT_FORMAT = 1
 _LEADING_NUMBER = re.compile(r"^(\d+)")
 
@@ -105,32 +107,56 @@ def savepoint(source: Any, target: str, *,
     if hasattr(source, "_jsq"):
         source = checkpoint_of(source)
     loc = _location(source, storage_options or {})
-    fs, root = fsspec.core.url_to_fs(target, **(target_options or {}))
-    _refuse_existing(fs, root, target)
     batch = last_committed_batch(loc)
     plan = _files_of(loc, batch)
-    files = []
-    for rel in plan:
-        if progress:
-            progress(rel)
-        try:
-            data = loc.fs.cat_file(loc._path(rel))
-        except FileNotFoundError:
-            raise CorruptCheckpointError(
-                f"{loc._path(rel)}, needed by batch {batch}, disappeared while the savepoint "
-                "was written (a running query's cleanup?); take the savepoint again.") from None
-        _write(fs, posixpath.join(root, rel), data)
-        files.append(SavepointFile(rel, len(data), zlib.crc32(data)))
-    sp = Savepoint(url=target, batch_id=batch, state_version=batch + 1,
-                   query_id=_query_id(loc.fs.cat_file(loc._path("metadata"))), source=loc.url,
-                   created_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-                   files=tuple(files))
-    fs.pipe_file(posixpath.join(root, SAVEPOINT_FILE), _document(sp))  # last: it is complete
+    staged = StagedTarget(target, loc.url, "savepoint", target_options)
+    try:
+        files = []
+        for rel, expected in plan.items():
+            if progress:
+                progress(rel)
+            data = _read_source(loc, rel, batch)
+            _check_against_manifest(loc, rel, data, expected)
+            staged.write(rel, data)
+            files.append(SavepointFile(rel, len(data), zlib.crc32(data)))
+        sp = Savepoint(url=target, batch_id=batch, state_version=batch + 1,
+                       query_id=_query_id(_read_source(loc, "metadata", batch)), source=loc.url,
+                       created_at=datetime.datetime.now(datetime.UTC).isoformat(
+                           timespec="seconds"),
+                       files=tuple(files))
+        staged.publish(SAVEPOINT_FILE, _document(sp))  # last: it is complete
+    except BaseException:
+        staged.abandon()
+        raise
     problems = check_savepoint(target, **(target_options or {}))
     if problems:
         raise CorruptCheckpointError(f"the savepoint written to {target} does not read back: "
                                      + "; ".join(problems[:5]))
     return sp
+
+
+def _read_source(loc: CheckpointLocation, rel: str, batch: int) -> bytes:
+    try:
+        return loc.read_file(rel, f"batch {batch}")
+    except CorruptCheckpointError as e:
+        raise CorruptCheckpointError(
+            f"{e} (If the query is running, its cleanup may have removed it while the savepoint "
+            "was written: take the savepoint again.)") from None
+
+
+def _check_against_manifest(loc: CheckpointLocation, rel: str, data: bytes,
+                            expected: tuple[int, int] | None) -> None:
+    """A file a rockstate store's manifest describes must be the file it describes: a damaged
+    source is never saved (and then reported as checked)."""
+    if expected is None:
+        return
+    size, crc = expected
+    if len(data) != size or zlib.crc32(data) != crc:
+        raise CorruptCheckpointError(
+            f"{loc._path(rel)} is damaged in the checkpoint: {len(data)} bytes with CRC32 "
+            f"{zlib.crc32(data)}, its store's manifest records {size} bytes with CRC32 {crc}. "
+            "Nothing was saved; restore the file from a backup, or run `rockstate verify` to "
+            "see what else is damaged.")
 
 
 def read_savepoint(location: str | CheckpointLocation, **storage_options: Any) -> Savepoint:
@@ -142,19 +168,32 @@ def read_savepoint(location: str | CheckpointLocation, **storage_options: Any) -
     except FileNotFoundError:
         raise RockstateError(f"{loc.url} is not a savepoint: it has no {SAVEPOINT_FILE} (a "
                              "savepoint still being written has none yet).") from None
-    except ValueError as e:
+    except (ValueError, IsADirectoryError) as e:
         raise CorruptCheckpointError(f"{path} is damaged ({e}).") from None
-    if int(doc.get("savepointFormat", 0)) > SAVEPOINT_FORMAT:
-        raise RockstateError(f"{loc.url} was written by a newer rockstate (savepoint format "
-                             f"{doc['savepointFormat']}); upgrade rockstate to read it.")
     try:
-        return Savepoint(url=loc.url, batch_id=int(doc["batchId"]),
-                         state_version=int(doc["stateVersion"]), query_id=doc["queryId"],
-                         source=doc["source"], created_at=doc["createdAt"],
-                         files=tuple(SavepointFile(f["path"], int(f["size"]), int(f["crc32"]))
-                                     for f in doc["files"]))
-    except (KeyError, TypeError, ValueError) as e:
+        fmt = int(doc.get("savepointFormat", 0))
+        if fmt > SAVEPOINT_FORMAT:
+            raise RockstateError(f"{loc.url} was written by a newer rockstate (savepoint format "
+                                 f"{fmt}); upgrade rockstate to read it.")
+        files = tuple(SavepointFile(relative_path(f["path"], f"{path} (files[{i}])"),
+                                    int(f["size"]), int(f["crc32"]))
+                      for i, f in enumerate(doc["files"]))
+        sp = Savepoint(url=loc.url, batch_id=int(doc["batchId"]),
+                       state_version=int(doc["stateVersion"]), query_id=str(doc["queryId"]),
+                       source=str(doc["source"]), created_at=str(doc["createdAt"]),
+                       files=files)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise CorruptCheckpointError(f"{path} is damaged ({e!r} missing or wrong).") from None
+    seen: set[str] = set()
+    for f in files:
+        if f.path in seen or f.size < 0 or f.path == SAVEPOINT_FILE:
+            raise CorruptCheckpointError(f"{path} lists {f.path!r} twice, with a negative size "
+                                         "or as itself; it is damaged.")
+        seen.add(f.path)
+    if sp.state_version != sp.batch_id + 1:
+        raise CorruptCheckpointError(f"{path}: state version {sp.state_version} is not batch "
+                                     f"{sp.batch_id} + 1; it is damaged.")
+    return sp
 
 
 def is_savepoint(location: CheckpointLocation) -> bool:
@@ -169,23 +208,33 @@ def check_savepoint(location: str | CheckpointLocation, **storage_options: Any) 
     problems = []
     for f in sp.files:
         try:
-            data = loc.fs.cat_file(loc._path(f.path))
-        except FileNotFoundError:
+            data = loc.read_file(f.path, f"the savepoint of batch {sp.batch_id}")
+        except CorruptCheckpointError:
             problems.append(f"{f.path}: missing")
             continue
         if len(data) != f.size or zlib.crc32(data) != f.crc32:
             problems.append(f"{f.path}: size {len(data)} (recorded {f.size}) or CRC32 differs")
-    if not problems:
-        listed = {f.path for f in sp.files}
-        for store in loc.stores():
-            rel = posixpath.relpath(store.path, loc.root)
-            try:
-                needed = _store_files(loc, store, sp.state_version)
-            except CorruptCheckpointError as e:
-                problems.append(str(e))
-                continue
-            problems += [f"{rel}/{p}: needed by version {sp.state_version} of {store}, not "
-                         "listed" for p in needed if posixpath.join(rel, p) not in listed]
+    if problems:
+        return problems
+    listed = {f.path: f for f in sp.files}
+    for store in loc.stores():
+        rel = posixpath.relpath(store.path, loc.root)
+        try:
+            needed = _store_files(loc, store, sp.state_version)
+        except CorruptCheckpointError as e:
+            problems.append(str(e))
+            continue
+        for p, expected in needed.items():
+            f = listed.get(posixpath.join(rel, p))
+            if f is None:
+                problems.append(f"{rel}/{p}: needed by version {sp.state_version} of {store}, "
+                                "not listed")
+            elif expected is not None and (f.size, f.crc32) != expected:
+                # The listing agrees with the file, but not with the store's own manifest:
+                # the file was replaced and the listing written to match it.
+                problems.append(f"{rel}/{p}: {f.size} bytes with CRC32 {f.crc32}, the store's "
+                                f"manifest records {expected[0]} bytes with CRC32 "
+                                f"{expected[1]} (damaged)")
     return problems
 
 
@@ -206,32 +255,58 @@ def restore(savepoint_url: str, checkpoint: str, *, new_query_id: bool = True,
     if problems:
         raise CorruptCheckpointError(f"the savepoint {savepoint_url} is damaged: "
                                      + "; ".join(problems[:5]))
-    sp = read_savepoint(savepoint_url, **(storage_options or {}))
-    src_fs, src_root = fsspec.core.url_to_fs(savepoint_url, **(storage_options or {}))
-    fs, root = fsspec.core.url_to_fs(checkpoint, **(target_options or {}))
-    _refuse_existing(fs, root, checkpoint)
-    for f in sp.files:
-        data = src_fs.cat_file(posixpath.join(src_root, f.path))
-        if f.path == "metadata" and new_query_id:
-            data = (json.dumps({"id": str(uuid.uuid4())}) + "\n").encode()
-        elif _OPERATOR_METADATA_V2.match(f.path):
-            data = _relocated_schema_paths(data, checkpoint, f.path)
-        _write(fs, posixpath.join(root, f.path), data)
+    src = _location(savepoint_url, storage_options or {})
+    sp = read_savepoint(src)
+    listed = {f.path for f in sp.files}
+    if "metadata" not in listed:
+        raise CorruptCheckpointError(f"the savepoint {savepoint_url} lists no Spark metadata "
+                                     "file; it is damaged.")
+    staged = StagedTarget(checkpoint, f"{src.url}#{sp.batch_id}", "restore", target_options)
+    try:
+        for f in sp.files:
+            data = src.read_file(f.path, f"the savepoint of batch {sp.batch_id}")
+            if len(data) != f.size or zlib.crc32(data) != f.crc32:
+                raise CorruptCheckpointError(f"{src._path(f.path)} changed while it was "
+                                             "restored; the savepoint must not be modified.")
+            if f.path == "metadata" and new_query_id:
+                # Stays the same when an interrupted restore into an object store resumes.
+                data = (json.dumps({"id": str(uuid.uuid5(uuid.NAMESPACE_URL,
+                                                         staged.resumed_id))}) + "\n").encode()
+            elif _OPERATOR_METADATA_V2.match(f.path):
+                data = _relocated_schema_paths(data, checkpoint, f.path, listed)
+            if f.path == "metadata":
+                metadata = data  # written last: Spark reads a location without it as new
+                continue
+            staged.write(f.path, data)
+        staged.publish("metadata", metadata)
+    except BaseException:
+        staged.abandon()
+        raise
     return checkpoint
 
 
-def _relocated_schema_paths(data: bytes, checkpoint: str, where: str) -> bytes:
+def _relocated_schema_paths(data: bytes, checkpoint: str, where: str,
+                            listed: set[str]) -> bytes:
     """Spark's operator metadata v2 (transformWithState) names its state schema files by
     absolute path: point them into the restored location, or the fork would read the
-    original's files (and fail once it is gone)."""
+    original's files (and fail once it is gone). The path inside the checkpoint is what
+    follows ``state/<op>/_stateSchema/`` (the checkpoint's own root may hold ``/state/``
+    too), and it must be a file the savepoint holds."""
     head, _, body = data.decode().partition("\n")
     try:
         doc = json.loads(body)
         for info in doc.get("stateStoreInfo", []):
-            info["stateSchemaFilePaths"] = [
-                _spark_path(checkpoint, p[p.index("/state/") + 1:], p)
-                for p in info.get("stateSchemaFilePaths", [])]
-    except (ValueError, AttributeError) as e:
+            paths = []
+            for p in info.get("stateSchemaFilePaths", []):
+                m = _SCHEMA_RELATIVE.search(p)
+                relative = m.group(1) if m else None
+                if relative is None or relative_path(relative, where) not in listed:
+                    raise CorruptCheckpointError(
+                        f"{where} in the savepoint names the state schema file {p!r}, which "
+                        "is not one of the savepoint's files; it is damaged.")
+                paths.append(_spark_path(checkpoint, relative, p))
+            info["stateSchemaFilePaths"] = paths
+    except (ValueError, AttributeError, TypeError) as e:
         raise CorruptCheckpointError(f"{where} in the savepoint is damaged ({e}).") from None
     return (head + "\n" + json.dumps(doc, separators=(",", ":"))).encode()
 
@@ -247,17 +322,6 @@ def _spark_path(checkpoint: str, relative: str, recorded: str) -> str:
     recorded_scheme = recorded.partition(":")[0]
     return f"{recorded_scheme if recorded_scheme != 'file' else scheme}://" + posixpath.join(
         rest, relative)
-
-
-def _write(fs: Any, path: str, data: bytes) -> None:
-    fs.makedirs(posixpath.dirname(path), exist_ok=True)
-    fs.pipe_file(path, data)
-
-
-def _refuse_existing(fs: Any, root: str, url: str) -> None:
-    if fs.exists(root) and (not fs.isdir(root) or fs.ls(root, detail=False)):
-        raise RockstateError(f"{url} already exists and is not empty; give a new location "
-                             "(nothing was written).")
 
 
 def _document(sp: Savepoint) -> bytes:
@@ -282,9 +346,10 @@ def _number(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _files_of(loc: CheckpointLocation, batch: int) -> list[str]:
-    """Every path (relative to the checkpoint) restarting after ``batch`` needs."""
-    out = ["metadata"]
+def _files_of(loc: CheckpointLocation, batch: int) -> dict[str, tuple[int, int] | None]:
+    """Every path (relative to the checkpoint) restarting after ``batch`` needs, with the size
+    and CRC32 a rockstate store's manifest records for it (None: nothing records one)."""
+    out: list[str] = ["metadata"]
     logs = {log: log_entries(loc.fs, loc._path(log)) for log in ("offsets", "commits")}
     for log, entries in logs.items():
         out += [f"{log}/{name}" for n, name in sorted(entries.items()) if n <= batch]
@@ -293,6 +358,7 @@ def _files_of(loc: CheckpointLocation, batch: int) -> list[str]:
                                      " is missing; the checkpoint is damaged.")
     out += _batch_files(loc, "sources", batch)
     rockstate_stores = {s.path: s for s in loc.stores()}
+    expected: dict[str, tuple[int, int] | None] = {}
     for op in loc.operators():
         base = f"state/{op}"
         out += _batch_files(loc, f"{base}/_metadata", batch)
@@ -300,8 +366,9 @@ def _files_of(loc: CheckpointLocation, batch: int) -> list[str]:
         for part in loc._dirs(loc._path(base)):
             if not part.isdigit():
                 continue
-            out += _partition_files(loc, f"{base}/{part}", rockstate_stores, batch + 1)
-    return out
+            expected.update(_partition_files(loc, f"{base}/{part}", rockstate_stores,
+                                             batch + 1))
+    return {**dict.fromkeys(out), **expected}
 
 
 def _batch_files(loc: CheckpointLocation, top: str, batch: int) -> list[str]:
@@ -320,14 +387,14 @@ def _batch_files(loc: CheckpointLocation, top: str, batch: int) -> list[str]:
 
 
 def _partition_files(loc: CheckpointLocation, part: str, rockstate_stores: dict[str, StoreRef],
-                     version: int) -> list[str]:
+                     version: int) -> dict[str, tuple[int, int] | None]:
     path = loc._path(part)
     stores = [s for p, s in rockstate_stores.items()
               if p == path or posixpath.dirname(p) == path]
-    out = []
+    out: dict[str, tuple[int, int] | None] = {}
     for s in stores:
         rel = posixpath.relpath(s.path, loc.root)
-        out += [posixpath.join(rel, f) for f in _store_files(loc, s, version)]
+        out.update({posixpath.join(rel, f): e for f, e in _store_files(loc, s, version).items()})
     # Spark's own providers: every file of versions up to `version`, and shared SSTs.
     skip = {s.path for s in stores}
     for p in sorted(loc.fs.find(path)):
@@ -337,24 +404,29 @@ def _partition_files(loc: CheckpointLocation, part: str, rockstate_stores: dict[
         n = _number(name)
         in_ssts = "/SSTs/" in p
         if not name.startswith(".") and (in_ssts or (n is not None and n <= version)):
-            out.append(posixpath.relpath(p, loc.root))
+            out[posixpath.relpath(p, loc.root)] = None
     return out
 
 
-def _store_files(loc: CheckpointLocation, store: StoreRef, version: int) -> list[str]:
-    """The files (relative to the store) that ``version`` of a rockstate store needs: its
-    version file (or manifest), its lineage, its snapshot manifest and the snapshot's files."""
+def _store_files(loc: CheckpointLocation, store: StoreRef, version: int
+                 ) -> dict[str, tuple[int, int] | None]:
+    """The files (relative to the store) that ``version`` of a rockstate store needs, with the
+    size and CRC32 its manifests record: its version file (checked whole when read here),
+    its lineage, its snapshot manifest and the snapshot's files."""
     if version not in loc.versions(store):
         raise CorruptCheckpointError(f"version {version} of {store} is missing; the checkpoint "
                                      "does not hold the state its last committed batch made.")
     entry = loc.landed(store, version)
     m = loc.manifest(store, version, entry)
-    out = [entry.path]
-    for ref in m.references():
-        if ref not in out:
-            out.append(ref)
+    out: dict[str, tuple[int, int] | None] = {entry.path: None}
+    for f in m.files:  # format 1: the full snapshot
+        out.setdefault(f.path, (f.size, f.crc32))
+    for c in m.changelogs:
+        out.setdefault(c.path, (c.size, c.crc32))
     if m.snapshot is not None:
-        for f in loc.snapshot_manifest(store, m.snapshot.path, f"version {version}").files:
-            if f.path not in out:
-                out.append(f.path)
+        out.setdefault(m.snapshot.path, None)
+        snapshot = loc.snapshot_manifest(store, m.snapshot.path, f"version {version}")
+        snapshot.meta_files(posixpath.join(store.path, m.snapshot.path))  # checked, unpacked
+        for f in snapshot.files:
+            out.setdefault(f.path, (f.size, f.crc32))
     return out

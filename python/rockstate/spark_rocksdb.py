@@ -26,6 +26,8 @@ import zipfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from rockstate import decompress
+from rockstate.checkpoint_path import file_name, local_within, relative_path
 from rockstate.errors import CorruptCheckpointError, RockstateError
 from rockstate.location import DEFAULT_STORE, CheckpointLocation
 
@@ -100,15 +102,13 @@ def _decompress(data: bytes, where: str) -> bytes:
     import pyarrow as pa
 
     if data.startswith(_ZSTD_MAGIC):
-        try:
-            return bytes(pa.CompressedInputStream(pa.BufferReader(data), "zstd").read())
-        except (pa.ArrowException, OSError) as e:
-            raise CorruptCheckpointError(f"{where} is damaged ({e}).") from None
+        return decompress.zstd(data, where)
     if not data.startswith(_LZ4_MAGIC):
         raise RockstateError(f"{where} is compressed with a codec this reader does not know "
                              "(it reads lz4 and zstd, spark.sql.streaming.stateStore."
                              "compression.codec)")
     out, at, codec = [], 0, pa.Codec("lz4_raw")
+    allowed = decompress.limit_for(len(data))
     try:
         while True:  # lz4-java's LZ4BlockOutputStream blocks, then an empty end block
             if data[at:at + 8] != _LZ4_MAGIC:
@@ -116,6 +116,11 @@ def _decompress(data: bytes, where: str) -> bytes:
                     f"{where} is damaged: no lz4 block at byte {at} (truncated?)")
             token = data[at + 8]
             compressed, original = struct.unpack_from("<ii", data, at + 9)
+            if compressed < 0 or original < 0 or original > allowed:
+                raise CorruptCheckpointError(
+                    f"{where} is damaged: an lz4 block of {compressed} bytes declares "
+                    f"{original} bytes, out of range (at most {allowed} in all)")
+            allowed -= original
             body = data[at + 21:at + 21 + compressed]
             if len(body) != compressed:
                 raise CorruptCheckpointError(f"{where} is damaged: its last lz4 block is cut")
@@ -140,6 +145,15 @@ def _replay_changelog(entries: dict[bytes, bytes], data: bytes, where: str) -> N
         if fmt != 2:
             raise RockstateError(f"{where} has changelog format {fmt}; this reader reads 1 and 2")
         typed, at = True, 2 + n
+    end = len(data)
+
+    def length(at: int, what: str, delete_marker: bool) -> int:
+        (n,) = struct.unpack_from(">i", data, at)
+        if (n < 0 and not (delete_marker and n == -1)) or at + 4 + max(n, 0) > end:
+            raise CorruptCheckpointError(f"{where}: a {what} length of {n} at byte {at} is out "
+                                         "of range; the changelog is damaged.")
+        return n
+
     try:
         while True:
             kind = 0x01
@@ -148,13 +162,12 @@ def _replay_changelog(entries: dict[bytes, bytes], data: bytes, where: str) -> N
                 at += 1
                 if kind == 0x00:
                     return
-            (klen,) = struct.unpack_from(">i", data, at)
-            at += 4
-            if klen == -1 and not typed:
-                return
-            key = data[at:at + klen]
-            at += klen
-            (vlen,) = struct.unpack_from(">i", data, at)
+            if not typed and struct.unpack_from(">i", data, at)[0] == -1:
+                return  # format 1's end: a key length of -1
+            klen = length(at, "key", delete_marker=False)
+            key = data[at + 4:at + 4 + klen]
+            at += 4 + klen
+            vlen = length(at, "value", delete_marker=True)
             at += 4
             if vlen < 0:
                 entries.pop(key, None)
@@ -172,17 +185,16 @@ def _replay_changelog(entries: dict[bytes, bytes], data: bytes, where: str) -> N
             from None
 
 
+def apply_changelog(entries: dict[bytes, bytes], data: bytes, where: str) -> None:
+    """Applies one changelog file of Spark's provider, as stored (compressed), to ``entries``."""
+    _replay_changelog(entries, _decompress(data, where), where)
+
+
 def _snapshot(loc: CheckpointLocation, path: str, version: int) -> tuple[dict, dict, dict]:
     """(entries, column family ids, which families are internal) of ``<version>.zip``."""
-    from rocksdict import AccessType, Rdict
-
     zip_path = posixpath.join(path, f"{version}.zip")
     with tempfile.TemporaryDirectory(prefix="rockstate-read-spark-") as tmp:
-        try:
-            with zipfile.ZipFile(io.BytesIO(loc.fs.cat_file(zip_path))) as z:
-                z.extractall(tmp)
-        except zipfile.BadZipFile as e:
-            raise CorruptCheckpointError(f"{zip_path} is not a valid zip file ({e}).") from None
+        _extract(loc.fs.cat_file(zip_path), Path(tmp), zip_path)
         metadata_file = Path(tmp) / "metadata"
         try:
             text = metadata_file.read_text()
@@ -191,27 +203,77 @@ def _snapshot(loc: CheckpointLocation, path: str, version: int) -> tuple[dict, d
                 from None
         metadata = parse_snapshot_metadata(text, zip_path)
         metadata_file.unlink()
-        for kind, sub, local_sub in (("sstFiles", "SSTs", ""), ("logFiles", "logs", "archive")):
-            for f in metadata.get(kind) or []:
-                dfs = posixpath.join(path, sub, f.get("dfsSstFileName") or f["dfsLogFileName"])
-                try:
-                    data = loc.fs.cat_file(dfs)
-                except FileNotFoundError:
-                    raise CorruptCheckpointError(f"{dfs}, needed by version {version}, is "
-                                                 "missing.") from None
-                if len(data) != int(f["sizeBytes"]):
-                    raise CorruptCheckpointError(f"{dfs} has {len(data)} bytes, its version's "
-                                                 f"metadata says {f['sizeBytes']}.")
-                target = Path(tmp) / local_sub / f["localFileName"]
-                target.parent.mkdir(exist_ok=True)
-                target.write_bytes(data)
-        db = Rdict(tmp, access_type=AccessType.read_only())
         try:
-            entries = dict(db.items())
-        finally:
-            db.close()
+            for kind, sub, local_sub in (("sstFiles", "SSTs", ""),
+                                         ("logFiles", "logs", "archive")):
+                for f in metadata.get(kind) or []:
+                    _stage_shared_file(loc, path, f, f"{zip_path} metadata ({kind})", sub,
+                                       Path(tmp) / local_sub, version)
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise CorruptCheckpointError(f"the metadata in {zip_path} has a missing or bad "
+                                         f"field ({e!r}); the snapshot is damaged.") from None
+        entries = open_read_only(tmp, zip_path)
     return (entries, metadata.get("columnFamilyMapping") or {},
             metadata.get("columnFamilyTypeMap") or {})
+
+
+def _stage_shared_file(loc: CheckpointLocation, path: str, f: dict, entry: str, sub: str,
+                       into: Path, version: int) -> None:
+    """Copies one shared file a snapshot's metadata lists (``SSTs/`` or ``logs/``) to its
+    local name in ``into``, its size checked; both names must be plain file names."""
+    dfs = posixpath.join(path, sub, file_name(f.get("dfsSstFileName") or f["dfsLogFileName"],
+                                              entry))
+    try:
+        data = loc.fs.cat_file(dfs)
+    except FileNotFoundError:
+        raise CorruptCheckpointError(f"{dfs}, needed by version {version}, is missing.") \
+            from None
+    if len(data) != int(f["sizeBytes"]):
+        raise CorruptCheckpointError(f"{dfs} has {len(data)} bytes, its version's metadata "
+                                     f"says {f['sizeBytes']}.")
+    target = local_within(into, file_name(f["localFileName"], entry), entry)
+    target.parent.mkdir(exist_ok=True)
+    target.write_bytes(data)
+
+
+def open_read_only(directory: str, where: str) -> dict[bytes, bytes]:
+    """Every key and value of the RocksDB laid out in ``directory`` (a staged snapshot);
+    a snapshot RocksDB cannot open (a file missing or damaged) is CorruptCheckpointError."""
+    from rocksdict import AccessType, Rdict
+
+    try:
+        db = Rdict(directory, access_type=AccessType.read_only())
+    except Exception as e:  # rocksdict raises a bare Exception with RocksDB's status
+        raise CorruptCheckpointError(
+            f"RocksDB cannot open the snapshot {where} ({e}); it is damaged or incomplete. "
+            "Run `rockstate verify` to see what else is.") from None
+    try:
+        return dict(db.items())
+    finally:
+        db.close()
+
+
+def _extract(data: bytes, into: Path, where: str) -> None:
+    """Extracts a snapshot zip into ``into``: every member's name contained, and no more bytes
+    than a checkpoint file of its size may expand to (members declare their sizes)."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            members = z.infolist()
+            declared = sum(m.file_size for m in members)
+            if declared > decompress.limit_for(len(data)):
+                raise CorruptCheckpointError(
+                    f"{where} declares {declared} bytes from {len(data)}, more than a "
+                    "checkpoint file may expand to; restore it from a trusted copy.")
+            for m in members:
+                if m.is_dir():
+                    continue
+                target = local_within(into, relative_path(m.filename, f"{where} (a member)"),
+                                      where)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with z.open(m) as src, open(target, "wb") as out:
+                    out.write(src.read(m.file_size + 1))
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError) as e:
+        raise CorruptCheckpointError(f"{where} is not a valid zip file ({e}).") from None
 
 
 def entries(loc: CheckpointLocation, path: str, version: int,
@@ -230,7 +292,7 @@ def entries(loc: CheckpointLocation, path: str, version: int,
         except FileNotFoundError:
             raise CorruptCheckpointError(f"{where}, needed by version {version}, is missing; "
                                          "the checkpoint is damaged.") from None
-        _replay_changelog(state, _decompress(data, where), where)
+        apply_changelog(state, data, where)
     variables = sorted(n for n in families if n != "default" and not internal.get(n))
     if family is None:
         if variables:

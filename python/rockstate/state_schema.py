@@ -84,19 +84,31 @@ def family_schemas(loc: CheckpointLocation, operator: int, store: str = "default
     """Every column family's schemas, from the newest schema file (format v3), or the newest
     one written at or before ``batch``."""
     top = loc._path("state", str(operator), "_stateSchema", store)
-    files = sorted((p for p in (loc.fs.ls(top, detail=False) if loc.fs.isdir(top) else [])
-                    if not posixpath.basename(p).startswith(".")
-                    and (batch is None or int(posixpath.basename(p).split("_")[0]) <= batch)),
-                   key=lambda p: int(posixpath.basename(p).split("_")[0]))
+    # Spark names each schema file <batch>_<uuid>; anything else there is not one of them.
+    numbered = {p: int(posixpath.basename(p).split("_")[0])
+                for p in (loc.fs.ls(top, detail=False) if loc.fs.isdir(top) else [])
+                if posixpath.basename(p).split("_")[0].isdigit()}
+    files = sorted((p for p, n in numbered.items() if batch is None or n <= batch),
+                   key=lambda p: numbered[p])
     if not files:
         raise RockstateError(f"no state schema under {top}"
                              + ("" if batch is None else f" written by batch {batch} or before"))
-    data = loc.fs.cat_file(files[-1])
+    try:
+        data = loc.fs.cat_file(files[-1])
+    except (IsADirectoryError, FileNotFoundError) as e:
+        raise CorruptCheckpointError(f"state schema {files[-1]} cannot be read ({e}).") \
+            from None
+    return parse_family_schemas(data, files[-1])
+
+
+def parse_family_schemas(data: bytes, where: str) -> dict[str, FamilySchema]:
+    """A schema file of format v3 (``_stateSchema/<store>/<batch>_<uuid>``): every column
+    family's key, value and encoder schemas."""
     out = {}
     try:
         version, at = _utf(data, 0)
         if version != "v3":
-            raise RockstateError(f"state schema {files[-1]} has format {version!r}; expected v3")
+            raise RockstateError(f"state schema {where} has format {version!r}; expected v3")
         (count,) = struct.unpack_from(">i", data, at)
         at += 4
         for _ in range(count):
@@ -108,8 +120,10 @@ def family_schemas(loc: CheckpointLocation, operator: int, store: str = "default
             encoder, at = _chunked(data, at)
             user_key, at = _chunked(data, at)
             user = json.loads(user_key) if user_key.strip() not in ("", "{}", "{    }") else None
-            out[name] = FamilySchema(name, json.loads(key), json.loads(value),
-                                     json.loads(encoder), user)
+            schemas = [json.loads(key), json.loads(value), json.loads(encoder)]
+            if not all(isinstance(x, dict) for x in [*schemas, user or {}]):
+                raise ValueError(f"the schemas of {name!r} are not JSON objects")
+            out[name] = FamilySchema(name, *schemas[:2], schemas[2], user)
     except (struct.error, ValueError, UnicodeDecodeError) as e:
-        raise CorruptCheckpointError(f"state schema {files[-1]} is damaged ({e}).") from None
+        raise CorruptCheckpointError(f"state schema {where} is damaged ({e}).") from None
     return out

@@ -43,11 +43,14 @@ def operator_metadata(loc: CheckpointLocation, operator: int) -> dict:
     if not files:
         raise RockstateError(f"operator {operator} has no v2 operator metadata ({top}); it "
                              "is not a transformWithState operator.")
-    text = loc.fs.cat_file(files[-1]).decode("utf-8")
     try:
-        doc = json.loads(text.split("\n", 1)[1])
+        doc = json.loads(loc.fs.cat_file(files[-1]).decode("utf-8").split("\n", 1)[1])
         doc["properties"] = json.loads(doc.get("operatorPropertiesJson") or "{}")
-    except (IndexError, ValueError) as e:
+        if not all(isinstance(v, dict) and isinstance(v.get("stateName"), str)
+                   and isinstance(v.get("stateVariableType"), str)
+                   for v in doc["properties"].get("stateVariables", [])):
+            raise ValueError("a state variable without a name or a kind")
+    except (IndexError, ValueError, AttributeError, TypeError) as e:
         raise CorruptCheckpointError(f"operator metadata {files[-1]} is damaged ({e}).") \
             from None
     return doc
@@ -75,7 +78,11 @@ def decode_variable(kind: str, family: FamilySchema, keys: list[bytes], values: 
         for k, v, p in zip(keys, values, partitions, strict=True):
             at = 0
             while at < len(v):
-                (n,) = struct.unpack_from("<i", v, at)
+                (n,) = struct.unpack_from("<i", v, at) if at + 4 <= len(v) else (-1,)
+                if n < 0 or at + 4 + n > len(v):
+                    raise CorruptCheckpointError(
+                        f"a list element's length {n} at byte {at} of a {len(v)}-byte list "
+                        f"value (partition {p}) is out of range; the state is damaged.")
                 elements.append(v[at + 4:at + 4 + n])
                 element_keys.append(k)
                 element_partitions.append(p)
@@ -89,7 +96,10 @@ def decode_variable(kind: str, family: FamilySchema, keys: list[bytes], values: 
         prefix_cols = int(family.key_encoder.get("numColsPrefixKey", 1))
         prefixes, rests = [], []
         for k in keys:
-            (n,) = struct.unpack_from("<i", k, 0)
+            (n,) = struct.unpack_from("<i", k, 0) if len(k) >= 4 else (-1,)
+            if n < 0 or 4 + n > len(k):
+                raise CorruptCheckpointError(f"a map key's prefix length {n} is out of range "
+                                             f"for its {len(k)} bytes; the state is damaged.")
             prefixes.append(k[4:4 + n])
             rests.append(k[4 + n:])
         grouping = decode_rows(prefixes, _sub_schema(family.key, slice(0, prefix_cols)), ROW)

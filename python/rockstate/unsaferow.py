@@ -144,6 +144,8 @@ def _row_dict(buf: bytes, base: int, schema: dict) -> dict:
 
 def _array(buf: bytes, base: int, element: Any) -> list:
     n = struct.unpack_from("<q", buf, base)[0]
+    if n < 0 or n > len(buf):  # every element takes a bit at least
+        raise ValueError(f"an array of {n} elements in a {len(buf)}-byte row is damaged")
     bitset = base + 8
     elements = bitset + _bitset_words(n) * 8
     width = 8
@@ -174,6 +176,23 @@ def _fixed_regions(rows: Sequence[bytes], skip: int, fixed_len: int) -> np.ndarr
     for at in range(0, n, 65536):  # bounded index arrays
         out[at:at + 65536] = joined[starts[at:at + 65536, None] + columns]
     return out
+
+
+def _spans(rows: Sequence[bytes], fixed: np.ndarray, slot: int, skip: int,
+           nulls: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """The (offset, size) of a variable-length field in every row, each checked to lie inside
+    its row: a damaged offset is an error, never bytes from elsewhere."""
+    n = len(rows)
+    words = np.ascontiguousarray(fixed[:, slot:slot + 8]).view("<i8").reshape(n)
+    offsets, sizes = (words >> 32) + skip, words & 0xFFFFFFFF
+    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=n)
+    bad = np.flatnonzero(~nulls & ((offsets < skip) | (offsets + sizes > lengths)))
+    if bad.size:
+        j = int(bad[0])
+        raise ValueError(f"field {name!r} of row {j} points at bytes {int(offsets[j])}.."
+                         f"{int(offsets[j] + sizes[j])} of a {int(lengths[j])}-byte row; the "
+                         "row is damaged")
+    return offsets, sizes
 
 
 def decode_rows(rows: Sequence[bytes], schema: dict, skip: int = 0) -> pa.StructArray:
@@ -207,16 +226,14 @@ def decode_rows(rows: Sequence[bytes], schema: dict, skip: int = 0) -> pa.Struct
         elif t in ("void", "null"):
             arr = pa.nulls(n)
         elif t in ("string", "binary"):
-            words = np.ascontiguousarray(fixed[:, slot:slot + 8]).view("<i8").reshape(n)
-            offsets, sizes = (words >> 32) + skip, words & 0xFFFFFFFF
+            offsets, sizes = _spans(rows, fixed, slot, skip, nulls, f["name"])
             items = [None if nulls[j] else rows[j][offsets[j]:offsets[j] + sizes[j]]
                      for j in range(n)]
             arr = pa.array(items, type=pa.binary())
             if t == "string":
                 arr = arr.cast(pa.string())
         elif isinstance(t, dict) and t.get("type") == "struct":
-            words = np.ascontiguousarray(fixed[:, slot:slot + 8]).view("<i8").reshape(n)
-            offsets, sizes = (words >> 32) + skip, words & 0xFFFFFFFF
+            offsets, sizes = _spans(rows, fixed, slot, skip, nulls, f["name"])
             nested = [b"" if nulls[j] else rows[j][offsets[j]:offsets[j] + sizes[j]]
                       for j in range(n)]
             inner = decode_rows([nested[j] for j in range(n) if not nulls[j]], t)
@@ -224,8 +241,11 @@ def decode_rows(rows: Sequence[bytes], schema: dict, skip: int = 0) -> pa.Struct
             at = pa.array(np.cumsum(~nulls) - 1, mask=nulls, type=pa.int64())
             arr = inner.take(at)
         else:
-            items = [None if nulls[j] else
-                     _slot_value(rows[j], skip, skip + slot, t) for j in range(n)]
+            try:
+                items = [None if nulls[j] else
+                         _slot_value(rows[j], skip, skip + slot, t) for j in range(n)]
+            except (struct.error, IndexError, OverflowError, MemoryError) as e:
+                raise ValueError(f"field {f['name']!r} of a row is damaged ({e})") from None
             arr = pa.array(items, type=arrow_type(t))
         children.append(arr)
     return pa.StructArray.from_arrays(children, fields=list(typ))

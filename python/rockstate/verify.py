@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from rockstate.checkpoints import parse_checkpoint_metadata
 from rockstate.errors import CorruptCheckpointError
-from rockstate.format import changelog_records, changes_of
+from rockstate.format import SnapshotManifest, changelog_records, changes_of
 from rockstate.location import CheckpointLocation, StoreRef, VersionEntry
 from rockstate.savepoint import check_savepoint, is_savepoint, read_savepoint
 
@@ -183,6 +183,7 @@ def _check_store(loc: CheckpointLocation, store: StoreRef, report: VerifyReport,
             need(c.path, c.size, c.crc32, "changelog", v)
         if m.snapshot:
             snapshots.setdefault(m.snapshot.path, set()).add(v)
+    manifests: dict[str, SnapshotManifest] = {}
     for path, versions in sorted(snapshots.items()):
         try:
             s = loc.snapshot_manifest(store, path, "verify")
@@ -190,15 +191,44 @@ def _check_store(loc: CheckpointLocation, store: StoreRef, report: VerifyReport,
         except CorruptCheckpointError as e:
             report.problems.append(Problem(name, path, str(e), tuple(sorted(versions))))
             continue
+        manifests[path] = s
         for f in s.files:
             need(f.path, f.size, f.crc32, f.kind, None)
             needed[f.path][3].update(versions)
+    damaged = set()
     for path, (size, crc, kind, versions) in sorted(needed.items()):
         problem = _check_file(loc, store, path, size, crc, kind)
         report.files_checked += 1
         report.bytes_checked += size
         if problem:
+            damaged.add(path)
             report.problems.append(Problem(name, path, problem, tuple(sorted(versions))))
+    for path, s in manifests.items():
+        versions = snapshots[path]
+        if versions and not any(f.path in damaged for f in s.files):
+            problem = _open_snapshot(loc, store, s, path, min(versions))
+            if problem:
+                report.problems.append(Problem(name, path, problem, tuple(sorted(versions))))
+
+
+def _open_snapshot(loc: CheckpointLocation, store: StoreRef, s: SnapshotManifest, path: str,
+                   version: int) -> str | None:
+    """Whether RocksDB opens the snapshot as its manifest lays it out: a ``files`` list that
+    lacks an SST RocksDB's own MANIFEST names passes every size and CRC check, and only an
+    open finds it."""
+    import tempfile
+    from pathlib import Path
+
+    from rockstate.read import stage_snapshot
+    from rockstate.spark_rocksdb import open_read_only
+
+    with tempfile.TemporaryDirectory(prefix="rockstate-verify-") as tmp:
+        try:
+            stage_snapshot(loc, store, s, path, Path(tmp), version)
+            open_read_only(tmp, posixpath.join(store.path, path))
+        except CorruptCheckpointError as e:
+            return str(e)
+    return None
 
 
 def _check_file(loc: CheckpointLocation, store: StoreRef, path: str, size: int, crc: int,

@@ -1,0 +1,503 @@
+"""Checkpoints and savepoints as data from elsewhere (docs/guarantees.md, "Trust model").
+
+Each test takes a copy of a golden fixture, alters it as an attacker or a damaged backup would,
+and runs the offline tools on it (no Spark): every path read from a file stays inside the folder
+it belongs to, every length is bounded, a savepoint is checked against the stores' own
+manifests, restore and savepoint publish in one exclusive step, and the CLI answers bad input
+with one line and a non-zero exit. The hostile decoder inputs and the path rule are shared with
+the JVM suite (``UntrustedInputSuite``) through ``tests/fixtures/untrusted``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import zipfile
+import zlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+import rockstate
+from rockstate import decompress, spark_rocksdb
+from rockstate.checkpoint_path import relative_path
+from rockstate.errors import CorruptCheckpointError, RockstateError
+from rockstate.format import changelog_records, changes_of, parse_version_file, unpack_meta
+from rockstate.location import CheckpointLocation
+from rockstate.savepoint import SAVEPOINT_FILE, check_savepoint
+from rockstate.staged_target import StagedTarget
+
+FIXTURES = Path(__file__).parent / "fixtures"
+UNTRUSTED = FIXTURES / "untrusted"
+RULES = json.loads((UNTRUSTED / "rules.json").read_text())
+CASES = json.loads((UNTRUSTED / "cases.json").read_text())["cases"]
+CHECKPOINT = FIXTURES / "transform-with-state" / "spark-4.0" / "checkpoint"
+STORE = "state/0/0"
+DECODE_SECONDS = 30  # far above what any case takes; a hang fails instead of stalling CI
+
+
+@contextmanager
+def bounded_time(seconds: int) -> Iterator[None]:
+    def expired(*_: object) -> None:
+        raise TimeoutError(f"still decoding after {seconds} s: a hang")
+
+    old = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def decode(kind: str, data: bytes, where: str) -> None:
+    """Feeds ``data`` to the Python decoder of ``kind`` (as cases.json names kinds)."""
+    if kind == "metaPack":
+        unpack_meta(data, where)
+    elif kind == "changelog":
+        for _ in changelog_records(data, where):
+            pass
+    elif kind == "versionFile":
+        path = "versions/1-a.rsv"
+        parse_version_file(data, path, where)
+        for _ in changelog_records(changes_of(data, path, where), where):
+            pass
+    elif kind == "sparkChangelog":
+        spark_rocksdb.apply_changelog({}, data, where)
+    else:
+        raise AssertionError(f"cases.json names a kind this suite does not know: {kind}")
+
+
+def checkpoint_copy(tmp_path: Path) -> Path:
+    ckpt = tmp_path / "in" / "checkpoint"
+    shutil.copytree(CHECKPOINT, ckpt)
+    return ckpt
+
+
+def snapshot_manifest(ckpt: Path) -> Path:
+    (path,) = (ckpt / STORE / "snapshots").iterdir()
+    return path
+
+
+def edit_json(path: Path, change: Callable[[dict], None]) -> None:
+    doc = json.loads(path.read_text())
+    change(doc)
+    path.write_text(json.dumps(doc))
+
+
+def relist(savepoint: Path, relative: str) -> None:
+    """Rewrites a savepoint's listing of ``relative`` to match the file as it now is (what an
+    attacker who alters a file does, so the listing checks only itself)."""
+    data = (savepoint / relative).read_bytes()
+
+    def change(doc: dict) -> None:
+        for f in doc["files"]:
+            if f["path"] == relative:
+                f["size"], f["crc32"] = len(data), zlib.crc32(data)
+
+    edit_json(savepoint / SAVEPOINT_FILE, change)
+
+
+def everything_under(root: Path) -> set[Path]:
+    return {p for p in root.rglob("*")}
+
+
+# The rules both sides share.
+
+def test_the_path_rule_is_the_shared_one():
+    for path in RULES["paths"]["accepted"]:
+        assert relative_path(path, "test") == path
+    for path in RULES["paths"]["refused"]:
+        with pytest.raises(CorruptCheckpointError, match="untrusted source"):
+            relative_path(path, "test")
+
+
+def test_the_decompression_bound_is_the_shared_one():
+    assert RULES["maxDecompressionRatio"] == decompress.MAX_RATIO
+    assert RULES["minDecompressionLimitBytes"] == decompress.MIN_LIMIT_BYTES
+
+
+def test_every_case_has_its_file():
+    assert sorted(c["file"] for c in CASES) == sorted(p.name for p in UNTRUSTED.glob("*.bin"))
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if "python" in c["readers"]],
+                         ids=lambda c: c["file"])
+def test_every_hostile_input_is_refused(case: dict):
+    data = (UNTRUSTED / case["file"]).read_bytes()
+    with bounded_time(DECODE_SECONDS), pytest.raises(CorruptCheckpointError):
+        decode(case["kind"], data, case["file"])
+
+
+# Paths from manifests, savepoint listings, zips and operator metadata.
+
+def test_restore_writes_nothing_outside_its_target(tmp_path: Path):
+    rockstate.savepoint(str(CHECKPOINT), str(tmp_path / "sp"))
+    (tmp_path / ".bashrc").write_text("echo pwned\n")  # beside the savepoint: ../.bashrc
+    for bad in ("../.bashrc", str(tmp_path / ".bashrc")):
+        def add(doc: dict, bad: str = bad) -> None:
+            doc["files"].append({"path": bad, "size": 11, "crc32": zlib.crc32(b"echo pwned\n")})
+
+        sp = tmp_path / f"sp-{len(bad)}"
+        shutil.copytree(tmp_path / "sp", sp)
+        edit_json(sp / SAVEPOINT_FILE, add)
+        out = tmp_path / "out" / "deeper"
+        before = everything_under(tmp_path)
+        with pytest.raises(CorruptCheckpointError, match="untrusted source"):
+            rockstate.restore(str(sp), str(out / "restored"))
+        with pytest.raises(CorruptCheckpointError, match="untrusted source"):
+            rockstate.verify(str(sp))
+        assert everything_under(tmp_path) - before <= {tmp_path / "out", out}
+        assert not (out / "restored").exists()
+
+
+def test_read_stages_no_file_outside_its_temp_dir(tmp_path: Path):
+    victim = tmp_path / "pwned"
+    for local_name in (str(victim), "../../pwned", "sub/../../pwned"):
+        ckpt = tmp_path / f"c{len(local_name)}"
+        shutil.copytree(CHECKPOINT, ckpt)
+        edit_json(snapshot_manifest(ckpt),
+                  lambda doc, n=local_name: doc["files"][0].update(localName=n))
+        with pytest.raises(CorruptCheckpointError, match="localName"):
+            rockstate.read_state(str(ckpt), state_var="total")
+        assert not victim.exists()
+
+
+def spark_partition(tmp_path: Path, local_name: str) -> Path:
+    """A partition of Spark's RocksDB provider whose snapshot 1.zip lists one SST under
+    ``local_name``."""
+    part = tmp_path / "spark" / "state" / "0" / "0"
+    (part / "SSTs").mkdir(parents=True)
+    (part / "SSTs" / "000001-x.sst").write_bytes(b"not really an sst")
+    metadata = {"sstFiles": [{"localFileName": local_name, "dfsSstFileName": "000001-x.sst",
+                              "sizeBytes": 17}], "numKeys": 1}
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("metadata", "v1\n" + json.dumps(metadata))
+        z.writestr("CURRENT", "MANIFEST-000001\n")
+    (part / "1.zip").write_bytes(buf.getvalue())
+    return part
+
+
+def test_spark_snapshot_local_file_names_are_contained(tmp_path: Path):
+    victim = tmp_path / "pwned.sst"
+    for name in (str(victim), "../../../pwned.sst"):
+        part = spark_partition(tmp_path / str(len(name)), name)
+        loc = CheckpointLocation(str(part.parents[2]))
+        with pytest.raises(CorruptCheckpointError, match="untrusted source"):
+            spark_rocksdb.entries(loc, str(part), 1)
+        assert not victim.exists()
+
+
+def test_a_spark_snapshot_zip_member_cannot_climb_out(tmp_path: Path):
+    part = spark_partition(tmp_path, "000001.sst")
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("metadata", "v1\n{}")
+        z.writestr("../../../../zip-pwned", "x")
+    (part / "1.zip").write_bytes(buf.getvalue())
+    with pytest.raises(CorruptCheckpointError, match="untrusted source"):
+        spark_rocksdb.entries(CheckpointLocation(str(part.parents[2])), str(part), 1)
+    assert not list(tmp_path.parent.glob("**/zip-pwned"))
+
+
+def test_export_refuses_a_state_variable_name_that_climbs_out(tmp_path: Path):
+    ckpt = checkpoint_copy(tmp_path)
+    meta = ckpt / "state/0/_metadata/v2/0"
+    head, body = meta.read_text().split("\n", 1)
+    doc = json.loads(body)
+    props = json.loads(doc["operatorPropertiesJson"])
+    props["stateVariables"][0]["stateName"] = "x/../../../../escaped"
+    doc["operatorPropertiesJson"] = json.dumps(props)
+    meta.write_text(head + "\n" + json.dumps(doc))
+    dest = tmp_path / "out" / "a" / "b" / "export"
+    (tmp_path / "escaped").mkdir()
+    (tmp_path / "escaped" / "keep.txt").write_text("keep me")
+    before = everything_under(tmp_path)
+    with pytest.raises(CorruptCheckpointError, match="state variables"):
+        rockstate.export(str(ckpt), str(dest))
+    assert (tmp_path / "escaped" / "keep.txt").read_text() == "keep me"
+    assert not [p for p in everything_under(tmp_path) - before if dest not in p.parents]
+
+
+def test_savepoint_copies_no_path_a_manifest_points_out_with(tmp_path: Path):
+    ckpt = checkpoint_copy(tmp_path)
+    secret = tmp_path / "db-password.txt"
+    secret.write_text("hunter2")
+    edit_json(snapshot_manifest(ckpt), lambda doc: doc["files"].append({
+        "localName": "000099.sst", "path": "../../../../db-password.txt", "size": 7,
+        "crc32": zlib.crc32(b"hunter2"), "kind": "sst"}))
+    with pytest.raises(CorruptCheckpointError, match="untrusted source"):
+        rockstate.savepoint(str(ckpt), str(tmp_path / "sp"))
+    assert not (tmp_path / "sp").exists()
+    assert not list(tmp_path.glob(".sp.rockstate-*"))  # the staging folder is gone too
+
+
+def test_a_symlink_in_a_checkpoint_is_not_followed(tmp_path: Path):
+    ckpt = checkpoint_copy(tmp_path)
+    secret = tmp_path / "secret"
+    secret.write_text("hunter2")
+    (ckpt / "sources" / "0" / "0").unlink()
+    (ckpt / "sources" / "0" / "0").symlink_to(secret)
+    with pytest.raises(CorruptCheckpointError, match="symbolic link"):
+        rockstate.savepoint(str(ckpt), str(tmp_path / "sp"))
+    assert not (tmp_path / "sp").exists()
+
+
+# A savepoint is checked against the stores' own manifests.
+
+def flip_sst_byte(store: Path) -> str:
+    (sst,) = (store / "sst").iterdir()
+    data = bytearray(sst.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    sst.write_bytes(bytes(data))
+    return sst.name
+
+
+def test_a_damaged_source_fails_the_savepoint(tmp_path: Path):
+    ckpt = checkpoint_copy(tmp_path)
+    name = flip_sst_byte(ckpt / STORE)
+    with pytest.raises(CorruptCheckpointError, match=name):
+        rockstate.savepoint(str(ckpt), str(tmp_path / "sp"))
+    assert not (tmp_path / "sp").exists()
+
+
+def test_a_listing_rewritten_to_match_damage_is_caught(tmp_path: Path):
+    rockstate.savepoint(str(CHECKPOINT), str(tmp_path / "sp"))
+    name = flip_sst_byte(tmp_path / "sp" / STORE)
+    relist(tmp_path / "sp", f"{STORE}/sst/{name}")
+    problems = check_savepoint(str(tmp_path / "sp"))
+    assert len(problems) == 1 and name in problems[0] and "manifest records" in problems[0]
+    assert not rockstate.verify(str(tmp_path / "sp")).ok
+    with pytest.raises(CorruptCheckpointError, match=name):
+        rockstate.restore(str(tmp_path / "sp"), str(tmp_path / "restored"))
+    assert not (tmp_path / "restored").exists()
+
+
+def test_a_snapshot_without_its_meta_pack_is_damage(tmp_path: Path):
+    ckpt = checkpoint_copy(tmp_path)
+    edit_json(snapshot_manifest(ckpt), lambda doc: doc.update(metaPack=None))
+    report = rockstate.verify(str(ckpt))
+    assert not report.ok and any("meta pack" in p.what for p in report.problems)
+    with pytest.raises(CorruptCheckpointError, match="meta pack"):
+        rockstate.read_state(str(ckpt), state_var="total")
+
+
+def test_a_snapshot_whose_file_list_lacks_an_sst_is_damage(tmp_path: Path):
+    ckpt = checkpoint_copy(tmp_path)
+    edit_json(snapshot_manifest(ckpt), lambda doc: doc.update(files=[]))
+    report = rockstate.verify(str(ckpt))
+    assert not report.ok
+    assert any("000008.sst" in p.what and "RocksDB cannot open" in p.what
+               for p in report.problems), report.problems
+    with pytest.raises(CorruptCheckpointError, match="RocksDB cannot open"):
+        rockstate.read_state(str(ckpt), state_var="total")
+
+
+def test_a_missing_partition_folder_is_damage(tmp_path: Path):
+    ckpt = checkpoint_copy(tmp_path)
+    # The query ran on two partitions; the second one's folder is gone.
+    for entry in (ckpt / "offsets").iterdir():
+        head, meta, *rest = entry.read_text().split("\n")
+        doc = json.loads(meta)
+        doc["conf"]["spark.sql.shuffle.partitions"] = "2"
+        entry.write_text("\n".join([head, json.dumps(doc), *rest]))
+    with pytest.raises(CorruptCheckpointError, match=r"partitions \[1\] is missing"):
+        rockstate.read_state(str(ckpt), state_var="total")
+
+
+# Restore: relocation, and one exclusive publish.
+
+def test_restore_relocates_schema_paths_of_a_checkpoint_under_a_state_folder(tmp_path: Path):
+    rockstate.savepoint(str(CHECKPOINT), str(tmp_path / "sp"))
+    meta = "state/0/_metadata/v2/0"
+    head, body = (tmp_path / "sp" / meta).read_text().split("\n", 1)
+    doc = json.loads(body)
+    (recorded,) = doc["stateStoreInfo"][0]["stateSchemaFilePaths"]
+    tail = recorded[recorded.index("/state/0/_stateSchema/"):]
+    doc["stateStoreInfo"][0]["stateSchemaFilePaths"] = [f"file:/var/lib/state/orders{tail}"]
+    (tmp_path / "sp" / meta).write_text(head + "\n" + json.dumps(doc))
+    relist(tmp_path / "sp", meta)
+    restored = tmp_path / "restored"
+    rockstate.restore(str(tmp_path / "sp"), str(restored))
+    (schema,) = json.loads((restored / meta).read_text().split("\n", 1)[1])[
+        "stateStoreInfo"][0]["stateSchemaFilePaths"]
+    assert schema == f"file:{restored}{tail}"
+    assert Path(schema[len("file:"):]).is_file()
+
+
+def test_two_restores_into_one_target_never_merge(tmp_path: Path, monkeypatch):
+    rockstate.savepoint(str(CHECKPOINT), str(tmp_path / "sp"))
+    shutil.copytree(tmp_path / "sp", tmp_path / "sp2")
+    both_staged = threading.Barrier(2, timeout=60)
+    write = StagedTarget.write
+    waited: set[int] = set()
+
+    def write_after_both_started(self: StagedTarget, relative: str, data: bytes) -> None:
+        if threading.get_ident() not in waited:
+            waited.add(threading.get_ident())
+            both_staged.wait()  # both passed the "target is new" check and are copying
+        write(self, relative, data)
+
+    monkeypatch.setattr(StagedTarget, "write", write_after_both_started)
+    target = tmp_path / "restored"
+    outcomes: list[object] = []
+
+    def run(source: str) -> None:
+        try:
+            outcomes.append(rockstate.restore(source, str(target)))
+        except RockstateError as e:
+            outcomes.append(e)
+
+    threads = [threading.Thread(target=run, args=(str(tmp_path / s),)) for s in ("sp", "sp2")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    errors = [o for o in outcomes if isinstance(o, RockstateError)]
+    assert len(outcomes) == 2 and len(errors) == 1, outcomes
+    assert "written by another restore" in str(errors[0])
+    monkeypatch.undo()
+    assert {p.relative_to(target).as_posix() for p in target.rglob("*") if p.is_file()} == \
+        {f.path for f in rockstate.read_savepoint(str(tmp_path / "sp")).files}
+    assert not list(tmp_path.glob(".restored.rockstate-*"))
+    assert rockstate.read_state(str(target), state_var="total").num_rows > 0
+
+
+CHILD = """
+import sys, time
+from rockstate.staged_target import StagedTarget
+write = StagedTarget.write
+def slow(self, relative, data):
+    write(self, relative, data)
+    print("wrote", relative, flush=True)
+    time.sleep(60)
+StagedTarget.write = slow
+import rockstate
+rockstate.restore(sys.argv[1], sys.argv[2])
+"""
+
+
+def test_a_killed_restore_leaves_no_target_and_is_retried_cleanly(tmp_path: Path):
+    rockstate.savepoint(str(CHECKPOINT), str(tmp_path / "sp"))
+    target = tmp_path / "restored"
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(tmp_path / "sp"), str(target)],
+                             stdout=subprocess.PIPE, text=True, env=os.environ.copy())
+    try:
+        assert child.stdout is not None and child.stdout.readline().startswith("wrote")
+    finally:
+        child.kill()  # SIGKILL: no cleanup runs
+        child.wait()
+    assert not target.exists()
+    assert len(list(tmp_path.glob(".restored.rockstate-*.staging"))) == 1
+    rockstate.restore(str(tmp_path / "sp"), str(target))
+    assert rockstate.read_state(str(target), state_var="total").num_rows > 0
+    assert not list(tmp_path.glob(".restored.rockstate-*"))  # the dead one's staging is gone
+
+
+def test_an_interrupted_restore_into_an_object_store_resumes(tmp_path: Path, monkeypatch):
+    import fsspec
+
+    rockstate.savepoint(str(CHECKPOINT), str(tmp_path / "sp"))
+    target = "memory://untrusted-test/restored"
+    write = StagedTarget.write
+    calls = {"n": 0}
+
+    def fail_midway(self: StagedTarget, relative: str, data: bytes) -> None:
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise ConnectionError("the network went away")
+        write(self, relative, data)
+
+    monkeypatch.setattr(StagedTarget, "write", fail_midway)
+    with pytest.raises(ConnectionError):
+        rockstate.restore(str(tmp_path / "sp"), target)
+    monkeypatch.undo()
+    fs = fsspec.filesystem("memory")
+    assert fs.exists("/untrusted-test/restored/_rockstate_claim.json")
+    assert not fs.exists("/untrusted-test/restored/metadata")  # Spark would read it as new
+    shutil.copytree(tmp_path / "sp", tmp_path / "other")
+    with pytest.raises(RockstateError, match="claim"):  # another savepoint may not merge in
+        rockstate.restore(str(tmp_path / "other"), target)
+    rockstate.restore(str(tmp_path / "sp"), target)  # the same one resumes
+    assert not fs.exists("/untrusted-test/restored/_rockstate_claim.json")
+    assert rockstate.read_state(target, state_var="total").num_rows > 0
+    fs.rm("/untrusted-test", recursive=True)
+
+
+# The CLI: one line and a non-zero exit on bad input.
+
+def cli(*args: str) -> tuple[int, str, str]:
+    env = {**os.environ, "ROCKSTATE_DEBUG": ""}
+    done = subprocess.run([sys.executable, "-m", "rockstate", *args], capture_output=True,
+                          text=True, env=env, timeout=120)
+    return done.returncode, done.stdout, done.stderr
+
+
+def error_lines(err: str) -> list[str]:
+    """What the CLI said on stderr, without its progress lines."""
+    return [line for line in err.splitlines() if line.startswith("rockstate ")]
+
+
+def assert_one_line_error(code: int, err: str, *expected: str) -> None:
+    assert code != 0
+    assert "Traceback" not in err and len(error_lines(err)) == 1, err
+    for text in expected:
+        assert text in error_lines(err)[0], err
+
+
+def test_the_cli_says_one_line_about_a_location_with_nothing_to_show(tmp_path: Path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for command in (["inspect", str(empty)], ["export", str(empty), str(tmp_path / "x")],
+                    ["report", str(empty), "-o", str(tmp_path / "r.html")],
+                    ["read", str(empty)], ["verify", str(empty)]):
+        code, _, err = cli(*command)
+        assert_one_line_error(code, err, "no stateful operator")
+    assert not (tmp_path / "x").exists() and not (tmp_path / "r.html").exists()
+    code, _, err = cli("inspect", str(tmp_path / "nowhere"))
+    assert_one_line_error(code, err, "not a directory")
+
+
+def test_the_cli_names_another_providers_checkpoint(tmp_path: Path):
+    ckpt = tmp_path / "hdfs"
+    (ckpt / "offsets").mkdir(parents=True)
+    (ckpt / "state" / "0" / "0").mkdir(parents=True)
+    (ckpt / "state" / "0" / "0" / "1.delta").write_bytes(b"\x00" * 8)
+    provider = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+    (ckpt / "offsets" / "0").write_text(
+        "v1\n" + json.dumps({"conf": {"spark.sql.streaming.stateStore.providerClass": provider}})
+        + "\n")
+    for command in ("inspect", "report"):
+        code, _, err = cli(command, str(ckpt))
+        assert_one_line_error(code, err, "HDFSBackedStateStoreProvider")
+
+
+def test_the_cli_answers_damaged_files_in_one_line(tmp_path: Path):
+    rockstate.savepoint(str(CHECKPOINT), str(tmp_path / "sp"))
+    (tmp_path / "sp" / SAVEPOINT_FILE).write_text('{"files": [')
+    code, _, err = cli("restore", str(tmp_path / "sp"), str(tmp_path / "r"))
+    assert_one_line_error(code, err, SAVEPOINT_FILE, "damaged")
+    (tmp_path / "sp" / SAVEPOINT_FILE).write_text('["not", "an", "object"]')
+    code, _, err = cli("inspect", str(tmp_path / "sp"))
+    assert_one_line_error(code, err, SAVEPOINT_FILE, "damaged")
+
+    ckpt = checkpoint_copy(tmp_path)
+    (ckpt / "commits" / "2").write_text("v1\nnot json\n")
+    (ckpt / "state/0/_stateSchema/default/stray.txt").write_text("left by hand")
+    version_dir = ckpt / STORE / "versions" / "9-0000.rsv"
+    version_dir.mkdir()
+    for command in (["inspect", str(ckpt)], ["read", str(ckpt), "--state-var", "total"],
+                    ["savepoint", str(ckpt), str(tmp_path / "sp2")]):
+        code, _out, err = cli(*command)
+        assert "Traceback" not in err and "unexpected" not in err, (command, err)
+        if code != 0:
+            assert_one_line_error(code, err)
