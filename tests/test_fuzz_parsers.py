@@ -15,12 +15,10 @@ from __future__ import annotations
 import json
 import os
 import posixpath
-import signal
 import struct
 import tempfile
 import zlib
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -43,6 +41,7 @@ from rockstate.offsets import entry_confs, entry_lines
 from rockstate.savepoint import read_savepoint
 from rockstate.state_schema import FamilySchema, parse_family_schemas
 from rockstate.unsaferow import decode_rows
+from time_bound import within_seconds
 
 EXAMPLES = int(os.environ.get("ROCKSTATE_FUZZ_EXAMPLES", "150"))
 BOUND_SECONDS = 20
@@ -60,23 +59,9 @@ fuzz = settings(max_examples=EXAMPLES, deadline=None, derandomize=False,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
-@contextmanager
-def bounded() -> Iterator[None]:
-    def expired(*_: object) -> None:
-        raise TimeoutError(f"a parser ran past {BOUND_SECONDS} s")
-
-    old = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(BOUND_SECONDS)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
-
-
 def refuses_or_reads(parse: Callable[[], object], *allowed: type[BaseException]) -> None:
     """Runs ``parse``: success, or one of rockstate's errors; anything else fails the test."""
-    with bounded():
+    with within_seconds(BOUND_SECONDS):
         try:
             parse()
         except (RockstateError, *allowed):

@@ -14,14 +14,12 @@ import io
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import threading
 import zipfile
 import zlib
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -34,6 +32,7 @@ from rockstate.format import changelog_records, changes_of, parse_version_file, 
 from rockstate.location import CheckpointLocation
 from rockstate.savepoint import SAVEPOINT_FILE, check_savepoint
 from rockstate.staged_target import StagedTarget
+from time_bound import within_seconds
 
 FIXTURES = Path(__file__).parent / "fixtures"
 UNTRUSTED = FIXTURES / "untrusted"
@@ -42,20 +41,6 @@ CASES = json.loads((UNTRUSTED / "cases.json").read_text())["cases"]
 CHECKPOINT = FIXTURES / "transform-with-state" / "spark-4.0" / "checkpoint"
 STORE = "state/0/0"
 DECODE_SECONDS = 30  # far above what any case takes; a hang fails instead of stalling CI
-
-
-@contextmanager
-def bounded_time(seconds: int) -> Iterator[None]:
-    def expired(*_: object) -> None:
-        raise TimeoutError(f"still decoding after {seconds} s: a hang")
-
-    old = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def decode(kind: str, data: bytes, where: str) -> None:
@@ -133,7 +118,7 @@ def test_every_case_has_its_file():
                          ids=lambda c: c["file"])
 def test_every_hostile_input_is_refused(case: dict):
     data = (UNTRUSTED / case["file"]).read_bytes()
-    with bounded_time(DECODE_SECONDS), pytest.raises(CorruptCheckpointError):
+    with within_seconds(DECODE_SECONDS), pytest.raises(CorruptCheckpointError):
         decode(case["kind"], data, case["file"])
 
 
