@@ -68,6 +68,7 @@ lazy val shim = (project in file("jvm-shim"))
       "Rockstate-Spark-Line" -> sparkLine, "Rockstate-Pyspark-Version" -> sparkVersion),
     Test / unmanagedJars ++= sparkJars.map(Attributed.blank),
     libraryDependencies += "org.scalatest" %% "scalatest" % "3.2.19" % Test,
+    libraryDependencies += "org.scalatestplus" %% "scalacheck-1-18" % "3.2.19.0" % Test,
     scalacOptions ++= Seq("-deprecation", "-feature", "-release", "17"),
     Compile / packageBin / artifactPath := target.value / "rockstate-shim.jar",
     Test / fork := true,

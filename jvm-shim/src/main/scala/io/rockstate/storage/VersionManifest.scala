@@ -135,7 +135,7 @@ object VersionManifest {
       case _ => m.changelogs != null && m.snapshot != null && m.columnFamilies != null &&
         m.commit != null && m.commit.isDefined
     }
-    if (!complete) throw missingFields(where)
+    if (!complete || !familiesComplete(m.columnFamilies)) throw missingFields(where)
     // Checkpoint input: every name it gives a file must stay inside the store (the files a
     // cleanup deletes and a load reads are these), checked before anything uses them.
     if (m.isLegacy) checkFiles(m.files, where)
@@ -152,13 +152,21 @@ object VersionManifest {
 
   def snapshotFromJson(bytes: Array[Byte], where: String): SnapshotManifest = {
     val m = parse(bytes, where, classOf[SnapshotManifest])
-    if (m.files == null || m.stateId == null || m.columnFamilies == null) throw missingFields(where)
-    if (m.formatVersion >= 3 && (m.metaPack == null || m.metaPack.isEmpty)) {
+    if (m.files == null || m.stateId == null || m.columnFamilies == null ||
+      !familiesComplete(m.columnFamilies)) throw missingFields(where)
+    // Format 3 keeps RocksDB's small files in the pack: without its data the snapshot cannot
+    // open (the JVM's parser fuzz found a pack without `data` reaching the unpacker).
+    if (m.formatVersion >= 3 &&
+      (m.metaPack == null || m.metaPack.isEmpty || m.metaPack.exists(_.data == null))) {
       throw missingFields(where)
     }
     checkFiles(m.files, where)
     if (m.metaPack == null) m.copy(metaPack = None) else m
   }
+
+  /** Column family entries, when a manifest has them: each with a name. */
+  private def familiesComplete(families: Seq[ColumnFamilyEntry]): Boolean =
+    families == null || families.forall(c => c != null && c.name != null)
 
   /** A manifest's files: each `path` inside the store, each `localName` one plain name. */
   private def checkFiles(files: Seq[StateFile], where: String): Unit =

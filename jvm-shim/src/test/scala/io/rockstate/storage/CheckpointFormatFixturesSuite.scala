@@ -19,11 +19,7 @@ import org.scalatest.funsuite.AnyFunSuite
  */
 class CheckpointFormatFixturesSuite extends AnyFunSuite {
 
-  private val fixtures: File = Iterator.iterate(new File(".").getAbsoluteFile)(_.getParentFile)
-    .takeWhile(_ != null)
-    .map(d => new File(d, "tests/fixtures/checkpoint-format"))
-    .find(_.isDirectory)
-    .getOrElse(sys.error("tests/fixtures/checkpoint-format not found above the working dir"))
+  private val fixtures: File = TestFixtures.dir("checkpoint-format")
 
   private val formats = Option(fixtures.listFiles()).toSeq.flatten.filter(_.isDirectory)
     .map(_.getName).sorted

@@ -22,11 +22,7 @@ import org.scalatest.funsuite.AnyFunSuite
  */
 class UntrustedInputSuite extends AnyFunSuite {
 
-  private val fixtures: File = Iterator.iterate(new File(".").getAbsoluteFile)(_.getParentFile)
-    .takeWhile(_ != null)
-    .map(d => new File(d, "tests/fixtures/untrusted"))
-    .find(_.isDirectory)
-    .getOrElse(sys.error("tests/fixtures/untrusted not found above the working dir"))
+  private val fixtures: File = TestFixtures.dir("untrusted")
 
   private val rules = VersionManifest.mapper.readTree(new File(fixtures, "rules.json"))
 
