@@ -181,7 +181,7 @@ abstract class SparkStateStore(
   override def put(key: UnsafeRow, value: UnsafeRow, colFamilyName: String): Unit = {
     checkWritable("put")
     require(key != null, "rockstate: key cannot be null")
-    require(value != null, "rockstate: cannot put a null value")
+    require(value != null, "rockstate: Cannot put a null value")
     val c = provider.codec(colFamilyName, "put")
     write(c.encodeKey(key), c.encodeValue(value), merge = false)
   }
@@ -192,7 +192,7 @@ abstract class SparkStateStore(
   override def merge(key: UnsafeRow, value: UnsafeRow, colFamilyName: String): Unit = {
     checkWritable("merge")
     require(key != null, "rockstate: key cannot be null")
-    require(value != null, "rockstate: cannot merge a null value")
+    require(value != null, "rockstate: Cannot merge a null value")
     val c = multiValued(colFamilyName, "merge")
     write(c.encodeKey(key), c.encodeValue(value), merge = true)
   }
@@ -248,8 +248,8 @@ abstract class SparkStateStore(
       case e: Throwable =>
         db.rollback()
         phase = Aborted
-        throw new IllegalStateException(
-          s"rockstate: failed to commit version $newVersion of $id: ${e.getMessage}", e)
+        throw SparkErrors.cannotCommit(toString, new java.io.IOException(
+          s"rockstate: failed to commit version $newVersion of $id: ${e.getMessage}", e))
     } finally provider.releaseLease(lease)
   }
 

@@ -91,12 +91,25 @@ abstract class SparkStateStoreProvider extends StateStoreProvider with Logging {
       uniqueId: Option[String],
       forceSnapshotOnCommit: Boolean,
       loadEmpty: Boolean): StateStore = lock.synchronized {
-    require(version >= 0, s"rockstate: version cannot be negative, got $version")
-    val lease = acquire()
-    try if (loadEmpty) versioned.loadEmpty(version) else versioned.load(version, uniqueId) catch {
-      case e: Throwable => releaseLease(lease); throw e
+    val lease = loading(version) {
+      if (loadEmpty) versioned.loadEmpty(version) else versioned.load(version, uniqueId)
     }
     newStore(version, uniqueId, readOnly = false, lease, forceSnapshotOnCommit)
+  }
+
+  /**
+   * Takes the instance and runs `load` of `version` in it, returning the lease; a failure
+   * releases the lease and is reported in Spark's error contract (`SparkErrors`).
+   */
+  private def loading(version: Long)(load: => Unit): Long = {
+    if (version < 0) throw SparkErrors.unexpectedVersion(version)
+    val lease = acquire()
+    try load catch {
+      case e: Throwable =>
+        releaseLease(lease)
+        throw SparkErrors.cannotLoad(e, stateStoreId)
+    }
+    lease
   }
 
   /**
@@ -113,10 +126,7 @@ abstract class SparkStateStoreProvider extends StateStoreProvider with Logging {
   // Spark's default would load the version twice per partition (read, then write store).
   override def getReadStore(version: Long, uniqueId: Option[String]): ReadStateStore =
     lock.synchronized {
-      val lease = acquire()
-      try versioned.load(version, uniqueId) catch {
-        case e: Throwable => releaseLease(lease); throw e
-      }
+      val lease = loading(version)(versioned.load(version, uniqueId))
       newStore(version, uniqueId, readOnly = true, lease, forceSnapshotOnCommit = false)
     }
 
@@ -128,11 +138,8 @@ abstract class SparkStateStoreProvider extends StateStoreProvider with Logging {
       forceSnapshotOnCommit: Boolean): StateStore = lock.synchronized {
     require(readStore.version == version,
       s"rockstate: cannot upgrade a read store of version ${readStore.version} to $version")
-    val lease = acquire()
-    try versioned.load(version, uniqueId) // a no-op when the read store's version is loaded
-    catch {
-      case e: Throwable => releaseLease(lease); throw e
-    }
+    // A no-op load when the read store's version is loaded.
+    val lease = loading(version)(versioned.load(version, uniqueId))
     newStore(version, uniqueId, readOnly = false, lease, forceSnapshotOnCommit)
   }
 

@@ -224,13 +224,16 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
 
   /** A version that has neither a version file nor a manifest. */
   def missingVersion(version: Long, which: String = "",
-      cause: Throwable = null): CorruptCheckpointException =
-    new CorruptCheckpointException(
-      s"rockstate: version $version$which of the store in $root has no version file " +
-        s"(versions/$version-<id>.rsv) nor manifest, so this store's state at version " +
-        s"$version cannot be restored. If the query ran on another state store provider " +
-        "before, it must keep that provider (Spark does not convert state between " +
-        "providers); otherwise restore the file or start from a new checkpoint location.", cause)
+      cause: Throwable = null): MissingVersionException = {
+    val expected = new Path(versionsDir, s"$version-<id>.rsv")
+    new MissingVersionException(
+      s"rockstate: version $version$which of the store in $root does not exist: it has no " +
+        s"version file ($expected) nor manifest, so this store's state at version $version " +
+        "cannot be restored. If the query ran on another state store provider before, it " +
+        "must keep that provider (Spark does not convert state between providers); otherwise " +
+        "restore the file or start from a new checkpoint location.", version, expected.toString,
+      cause)
+  }
 
   /** A format 1 or 2 version manifest. */
   def readManifest(version: Long): VersionManifest = {

@@ -271,7 +271,7 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     val sst = new File(storeDir, used.path)
     val raf = new RandomAccessFile(sst, "rw")
     try raf.setLength(sst.length() / 2) finally raf.close()
-    val e = intercept[CorruptCheckpointException](provider(executor = 1).getReadStore(2))
+    val e = loadFailure(provider(executor = 1).getReadStore(2))
     assert(e.getMessage.contains(sst.getName) && e.getMessage.contains("version 2"))
   }
 
@@ -283,22 +283,22 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     assert(files.length == 3)
     val raf = new RandomAccessFile(files(2), "rw")
     try raf.setLength(files(2).length() - 3) finally raf.close()
-    val truncated = intercept[CorruptCheckpointException](provider(executor = 1).getReadStore(3))
+    val truncated = loadFailure(provider(executor = 1).getReadStore(3))
     assert(truncated.getMessage.contains(files(2).getName) &&
       truncated.getMessage.contains("trailer"))
     // One flipped bit in the middle of version 2's file: its CRC32 no longer matches.
     val bytes = FileUtils.readFileToByteArray(files(1))
     bytes(bytes.length / 2) = (bytes(bytes.length / 2) ^ 1).toByte
     FileUtils.writeByteArrayToFile(files(1), bytes)
-    val altered = intercept[CorruptCheckpointException](provider(executor = 2).getReadStore(2))
+    val altered = loadFailure(provider(executor = 2).getReadStore(2))
     assert(altered.getMessage.contains(files(1).getName) && altered.getMessage.contains("CRC32"))
     // Version 1's file gone: version 1 does not exist, and version 2's lineage lacks a link.
     files(0).delete()
-    val gone = intercept[CorruptCheckpointException](provider(executor = 3).getReadStore(1))
+    val gone = loadFailure(provider(executor = 3).getReadStore(1))
     assert(gone.getMessage.contains("version 1") && gone.getMessage.contains("no version file"))
     FileUtils.writeByteArrayToFile(files(1), bytes.updated(bytes.length / 2,
       (bytes(bytes.length / 2) ^ 1).toByte)) // version 2 repaired
-    val missing = intercept[CorruptCheckpointException](provider(executor = 4).getReadStore(2))
+    val missing = loadFailure(provider(executor = 4).getReadStore(2))
     assert(missing.getMessage.contains(files(0).getName) && missing.getMessage.contains("missing"))
   }
 
@@ -338,7 +338,7 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     s.put(key("a", 1), value(1))
     s.commit()
     new File(storeDir, "versions").listFiles().foreach(_.delete())
-    val e = intercept[CorruptCheckpointException](provider().getReadStore(1))
+    val e = loadFailure(provider().getReadStore(1))
     assert(e.getMessage.contains("version 1") && e.getMessage.contains("no version file"))
   }
 
@@ -543,7 +543,7 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     val id3 = c.getStateStoreCheckpointInfo().stateStoreCkptId
     assert(contents(provider(executor = 2).getReadStore(3, id3)).keySet ==
       Set(("a", 1), ("a", 2), ("c", 3)))
-    val e = intercept[CorruptCheckpointException](
+    val e = loadFailure(
       provider(executor = 3).getReadStore(2, Some("00000000-0000-0000-0000-000000000000")))
     assert(e.getMessage.contains("version 2") && e.getMessage.contains("no version file"))
   }

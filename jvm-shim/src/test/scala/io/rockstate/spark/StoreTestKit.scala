@@ -86,6 +86,19 @@ trait StoreTestKit extends BeforeAndAfterEach { this: Suite =>
     }
   }
 
+  /**
+   * The rockstate error behind a failed load: Spark's error contract (`SparkErrors`) reports
+   * it as a CANNOT_LOAD_STATE_STORE condition whose cause names the file and the version.
+   */
+  protected def loadFailure(load: => Any): CorruptCheckpointException = {
+    val e = org.scalatest.Assertions.intercept[org.apache.spark.SparkException](load)
+    assert(e.getCondition.startsWith("CANNOT_LOAD_STATE_STORE."), e.getCondition)
+    e.getCause match {
+      case c: CorruptCheckpointException => c
+      case other => throw new AssertionError(s"the cause of a failed load is $other", e)
+    }
+  }
+
   protected def metric(s: StateStore, name: String): Long =
     s.metrics.customMetrics.collectFirst { case (m, v) if m.name == name => v }.get
 
