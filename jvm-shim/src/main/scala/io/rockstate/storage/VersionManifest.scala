@@ -138,8 +138,8 @@ object VersionManifest {
     if (!complete || !familiesComplete(m.columnFamilies)) throw missingFields(where)
     // Checkpoint input: every name it gives a file must stay inside the store (the files a
     // cleanup deletes and a load reads are these), checked before anything uses them.
-    if (m.isLegacy) checkFiles(m.files, where)
-    else {
+    if (m.isLegacy || m.files != null) checkFiles(m.files, where) // format 2+: empty, if any
+    if (!m.isLegacy) {
       m.snapshot.foreach(s => CheckpointPath.relative(s.path, s"manifest $where, snapshot.path"))
       m.changelogs.zipWithIndex.foreach { case (c, i) =>
         if (c == null) throw missingFields(where)
@@ -156,8 +156,8 @@ object VersionManifest {
       !familiesComplete(m.columnFamilies)) throw missingFields(where)
     // Format 3 keeps RocksDB's small files in the pack: without its data the snapshot cannot
     // open (the JVM's parser fuzz found a pack without `data` reaching the unpacker).
-    if (m.formatVersion >= 3 &&
-      (m.metaPack == null || m.metaPack.isEmpty || m.metaPack.exists(_.data == null))) {
+    if ((m.formatVersion >= 3 && (m.metaPack == null || m.metaPack.isEmpty)) ||
+      (m.metaPack != null && m.metaPack.exists(_.data == null))) {
       throw missingFields(where)
     }
     checkFiles(m.files, where)
@@ -184,7 +184,10 @@ object VersionManifest {
             "the checkpoint is corrupt. Restore the file from a backup or run " +
             "`rockstate verify` on the checkpoint location to see what else is affected.", e)
     }
-    val format = tree.path("formatVersion").asInt(0)
+    // A whole number: Jackson would read 1.5 as format 1.
+    val format = if (tree.path("formatVersion").isIntegralNumber) {
+      tree.path("formatVersion").asInt(0)
+    } else 0
     if (format <= 0) throw missingFields(where)
     if (format > FormatVersion) {
       throw new CorruptCheckpointException(
