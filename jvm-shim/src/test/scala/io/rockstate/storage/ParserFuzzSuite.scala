@@ -169,14 +169,6 @@ class ParserFuzzSuite extends AnyFunSuite with ScalaCheckDrivenPropertyChecks
 
   private def hex(bytes: Array[Byte]): String = bytes.map(b => f"${b & 0xff}%02x").mkString
 
-  private final class CountingTarget extends Changelog.Target {
-    var records = 0L
-    def put(key: Array[Byte], value: Array[Byte]): Unit = records += 1
-    def merge(key: Array[Byte], value: Array[Byte]): Unit = records += 1
-    def delete(key: Array[Byte]): Unit = records += 1
-    def deleteRange(begin: Array[Byte], end: Array[Byte]): Unit = records += 1
-  }
-
   // ---- generators ----
 
   private def bytesOf(max: Int, min: Int = 0): Gen[Array[Byte]] =

@@ -85,15 +85,6 @@ class UntrustedInputSuite extends AnyFunSuite {
     assert(cases.map(_.get("kind").asText).toSet == Set("metaPack", "changelog", "versionFile"))
   }
 
-  /** Counts what a replay applies, keeping nothing. */
-  private final class CountingTarget extends Changelog.Target {
-    var records = 0L
-    def put(key: Array[Byte], value: Array[Byte]): Unit = records += 1
-    def merge(key: Array[Byte], value: Array[Byte]): Unit = records += 1
-    def delete(key: Array[Byte]): Unit = records += 1
-    def deleteRange(begin: Array[Byte], end: Array[Byte]): Unit = records += 1
-  }
-
   cases.foreach { c =>
     val name = c.get("file").asText
     val kind = c.get("kind").asText
