@@ -157,10 +157,11 @@ def _array(buf: bytes, base: int, element: Any) -> list:
             _slot_value(buf, base, elements + width * i, element) for i in range(n)]
 
 
-def _fixed_regions(rows: Sequence[bytes], skip: int, fixed_len: int) -> np.ndarray:
-    """The bitset and slots of every row as an (rows x fixed_len) byte matrix."""
+def _fixed_regions(rows: Sequence[bytes], lengths: np.ndarray, skip: int,
+                   fixed_len: int) -> np.ndarray:
+    """The bitset and slots of every row (``lengths``: their sizes) as an (rows x fixed_len)
+    byte matrix."""
     n = len(rows)
-    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=n)
     short = np.flatnonzero(lengths - skip < fixed_len)
     if short.size:
         i = int(short[0])
@@ -178,14 +179,13 @@ def _fixed_regions(rows: Sequence[bytes], skip: int, fixed_len: int) -> np.ndarr
     return out
 
 
-def _spans(rows: Sequence[bytes], fixed: np.ndarray, slot: int, skip: int,
+def _spans(lengths: np.ndarray, fixed: np.ndarray, slot: int, skip: int,
            nulls: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """The (offset, size) of a variable-length field in every row, each checked to lie inside
-    its row: a damaged offset is an error, never bytes from elsewhere."""
-    n = len(rows)
-    words = np.ascontiguousarray(fixed[:, slot:slot + 8]).view("<i8").reshape(n)
+    """The (offset, size) of a variable-length field in every row (``lengths``: the rows'
+    sizes), each checked to lie inside its row: a damaged offset is an error, never bytes from
+    elsewhere."""
+    words = np.ascontiguousarray(fixed[:, slot:slot + 8]).view("<i8").reshape(len(lengths))
     offsets, sizes = (words >> 32) + skip, words & 0xFFFFFFFF
-    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=n)
     bad = np.flatnonzero(~nulls & ((offsets < skip) | (offsets + sizes > lengths)))
     if bad.size:
         j = int(bad[0])
@@ -208,7 +208,8 @@ def decode_rows(rows: Sequence[bytes], schema: dict, skip: int = 0) -> pa.Struct
     typ = arrow_type(schema)
     if n == 0:
         return pa.array([], type=typ)
-    fixed = _fixed_regions(rows, skip, fixed_len)
+    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=n)
+    fixed = _fixed_regions(rows, lengths, skip, fixed_len)
     children = []
     for i, f in enumerate(fields):
         nulls = (fixed[:, i >> 3] >> (i & 7) & 1).astype(bool)
@@ -226,14 +227,14 @@ def decode_rows(rows: Sequence[bytes], schema: dict, skip: int = 0) -> pa.Struct
         elif t in ("void", "null"):
             arr = pa.nulls(n)
         elif t in ("string", "binary"):
-            offsets, sizes = _spans(rows, fixed, slot, skip, nulls, f["name"])
+            offsets, sizes = _spans(lengths, fixed, slot, skip, nulls, f["name"])
             items = [None if nulls[j] else rows[j][offsets[j]:offsets[j] + sizes[j]]
                      for j in range(n)]
             arr = pa.array(items, type=pa.binary())
             if t == "string":
                 arr = arr.cast(pa.string())
         elif isinstance(t, dict) and t.get("type") == "struct":
-            offsets, sizes = _spans(rows, fixed, slot, skip, nulls, f["name"])
+            offsets, sizes = _spans(lengths, fixed, slot, skip, nulls, f["name"])
             nested = [b"" if nulls[j] else rows[j][offsets[j]:offsets[j] + sizes[j]]
                       for j in range(n)]
             inner = decode_rows([nested[j] for j in range(n) if not nulls[j]], t)
