@@ -67,6 +67,9 @@ lazy val shim = (project in file("jvm-shim"))
     Compile / packageBin / packageOptions += Package.ManifestAttributes(
       "Rockstate-Spark-Line" -> sparkLine, "Rockstate-Pyspark-Version" -> sparkVersion),
     Test / unmanagedJars ++= sparkJars.map(Attributed.blank),
+    // The test kit (fault-injecting file system, store audit): the JVM suites and the Python
+    // suites' test jar use it; it never goes into the user's jar.
+    Test / unmanagedSourceDirectories += baseDirectory.value / "src" / "testkit" / "scala",
     libraryDependencies += "org.scalatest" %% "scalatest" % "3.2.19" % Test,
     libraryDependencies += "org.scalatestplus" %% "scalacheck-1-18" % "3.2.19.0" % Test,
     scalacOptions ++= Seq("-deprecation", "-feature", "-release", "17"),

@@ -40,7 +40,7 @@ class BuildPyWithJar(build_py):
         target = package / builder.PACKAGED_SOURCES / "jvm-shim" / "src"
         shutil.rmtree(target, ignore_errors=True)
         shutil.copytree(HERE / "jvm-shim" / "src", target,
-                        ignore=shutil.ignore_patterns("test"))
+                        ignore=shutil.ignore_patterns("test", "testkit"))
 
 
 setup(cmdclass={"build_py": BuildPyWithJar})

@@ -9,39 +9,6 @@ import org.apache.spark.internal.Logging
 
 import io.rockstate.storage.VersionManifest
 
-/** A query's checkpoint settings (docs/configuration.md), carried by its acknowledgements. */
-final case class CoordinatorSettings(retained: Int, timeoutMs: Long, tolerableFailures: Int)
-
-/** A checkpoint that will never complete, and why. */
-final case class AbortedCheckpoint(
-    version: Long,
-    reason: String,
-    countsAsFailure: Boolean,
-    abortedAtMs: Long,
-    acknowledged: Int,
-    expected: Int)
-
-/** A pending checkpoint as the Python view shows it. */
-final case class PendingView(
-    version: Long,
-    triggeredAtMs: Long,
-    stores: Seq[AcknowledgedStore],
-    missing: Seq[StoreKey])
-
-/** Everything the coordinator knows of one query run. */
-final case class RunView(
-    queryId: String,
-    runId: String,
-    checkpointRoot: String,
-    snapshotInterval: Int,
-    expectedStores: Int,
-    untrackedReason: Option[String],
-    pending: Seq[PendingView],
-    completed: Seq[CheckpointMetadata],
-    aborted: Seq[AbortedCheckpoint],
-    consecutiveFailures: Int,
-    failure: Option[String])
-
 /**
  * The driver's checkpoint coordinator (Flink's CheckpointCoordinator, with the first
  * acknowledgement of a version as its trigger): one pending checkpoint per (query run, state

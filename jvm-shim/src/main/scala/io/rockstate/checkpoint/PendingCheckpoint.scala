@@ -2,22 +2,6 @@ package io.rockstate.checkpoint
 
 import scala.collection.mutable
 
-/** How the coordinator took an acknowledgement (Flink's TaskAcknowledgeResult). */
-sealed abstract class AckResult(val name: String) {
-  override def toString: String = name
-}
-
-object AckResult {
-  /** Counted towards its checkpoint. */
-  case object Success extends AckResult("SUCCESS")
-  /** The store already acknowledged this checkpoint; the first one counts. */
-  case object Duplicate extends AckResult("DUPLICATE")
-  /** Not a checkpoint this run has: a version off the interval, or a store it does not expect. */
-  case object Unknown extends AckResult("UNKNOWN")
-  /** The checkpoint was already aborted, subsumed or completed without it: a late ack. */
-  case object Discarded extends AckResult("DISCARDED")
-}
-
 /**
  * A checkpoint some stores acknowledged and others not yet (Flink's PendingCheckpoint): it is
  * fully acknowledged when every expected store has, and is disposed when aborted or subsumed.

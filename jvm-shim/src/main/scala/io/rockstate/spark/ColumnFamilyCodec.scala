@@ -1,18 +1,10 @@
 package io.rockstate.spark
 
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
-import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, RangeKeyScanStateEncoderSpec, RocksDBKeyStateEncoder, RocksDBValueStateEncoder, UnsafeRowDataEncoder}
-import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.execution.streaming.state.{RangeKeyScanStateEncoderSpec, RocksDBKeyStateEncoder, RocksDBValueStateEncoder, UnsafeRowDataEncoder}
 
 import io.rockstate.spark.line.SparkLine
 import io.rockstate.storage.LocalRocksDB
-
-/** What an operator declared for a column family: enough to rebuild its codec. */
-final case class ColumnFamilySpec(
-    keySchema: StructType,
-    valueSchema: StructType,
-    keySpec: KeyStateEncoderSpec,
-    multipleValues: Boolean)
 
 /**
  * Turns one column family's rows into RocksDB bytes and back. Rows are encoded by Spark's own

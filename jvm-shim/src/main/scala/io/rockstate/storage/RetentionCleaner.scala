@@ -3,13 +3,7 @@ package io.rockstate.storage
 import scala.collection.mutable
 import scala.util.control.NonFatal
 
-import org.apache.hadoop.fs.FileStatus
-
 import org.apache.spark.internal.Logging
-
-/** What one cleanup run did. */
-final case class CleanupStats(
-    versionsExpired: Int, snapshotsExpired: Int, filesDeleted: Int, orphansDeleted: Int)
 
 /**
  * Keeps the checkpoint location of one store to what the retained versions need, through the
@@ -150,22 +144,4 @@ final class RetentionCleaner(dir: StoreCheckpointDir, conf: RockstateConf) exten
     }
 
   private def isSnapshot(path: String): Boolean = path.startsWith("snapshots/")
-}
-
-/**
- * What a version manifest's registration was read from: its modification time and length,
- * and the storage time when it was read.
- */
-private final case class ManifestStamp(mtime: Long, length: Long, readAt: Long) {
-  /**
-   * Whether a manifest now listed as `seen` is still the one read. A rewrite within the file
-   * system's timestamp granularity can keep both mtime and length, so a manifest read while
-   * it was that young is read once more.
-   */
-  def stillDescribes(seen: ManifestStamp): Boolean =
-    seen.mtime == mtime && seen.length == length && readAt - mtime > ManifestStamp.SameTickMs
-}
-
-private object ManifestStamp {
-  val SameTickMs = 2000L
 }

@@ -5,46 +5,11 @@ import com.fasterxml.jackson.databind.json.JsonMapper
 import com.fasterxml.jackson.module.scala.DefaultScalaModule
 
 /**
- * The JSON documents rockstate writes per store: a version manifest per committed version and
- * a snapshot manifest per uploaded RocksDB snapshot. docs/checkpoint-format.md is their one
- * description; the Python tools read the same JSON. Bump `FormatVersion` on any incompatible
- * change and keep reading the older ones.
- */
-final case class StateFile(
-    localName: String, // the file's name inside the RocksDB directory
-    path: String, // where it lives, relative to the store's checkpoint directory
-    size: Long,
-    crc32: Long,
-    kind: String) // "sst" (shared across snapshots) or, in format 2, "meta" (a small file)
-
-/** A snapshot's small RocksDB files (`MetaPack`), inline in its manifest: base64, checked. */
-final case class MetaPackRef(size: Long, crc32: Long, data: String)
-
-final case class ColumnFamilyEntry(name: String, id: Int)
-
-/** Figures of one snapshot: the synchronous part on the task and the asynchronous upload. */
-final case class SnapshotStats(
-    syncMs: Long, // on the task: flush and local checkpoint (hard links)
-    asyncMs: Long, // in the background: upload of new files and the snapshot manifest
-    bytesUploaded: Long,
-    bytesReused: Long,
-    filesUploaded: Int,
-    filesReused: Int)
-
-object SnapshotStats {
-  val Zero: SnapshotStats = SnapshotStats(0, 0, 0, 0, 0, 0)
-}
-
-/** One batch's changes, uploaded on the commit path. */
-final case class ChangelogRef(version: Long, path: String, size: Long, crc32: Long, records: Long)
-
-/** The snapshot a version is rebuilt from; `path` names its snapshot manifest. */
-final case class SnapshotRef(version: Long, path: String)
-
-/** What the commit itself wrote to the checkpoint location (the task's path). */
-final case class CommitStats(changelogBytes: Long, changelogRecords: Long, commitMs: Long)
-
-/**
+ * The JSON documents rockstate writes per store: a version manifest per committed version (this)
+ * and a snapshot manifest per uploaded RocksDB snapshot (`SnapshotManifest`).
+ * docs/checkpoint-format.md is their one description; the Python tools read the same JSON. Bump
+ * `FormatVersion` on any incompatible change and keep reading the older ones.
+ *
  * Version `version` of a store = the snapshot `snapshot` (None: empty state) plus the replay of
  * `changelogs`, every version after the snapshot's up to this one, in order. Self-contained:
  * loading a version reads this manifest, the snapshot's manifest and the files they name.
@@ -94,23 +59,6 @@ final case class VersionManifest(
   def stateId: String = changelogs.lastOption.map(_.path).orElse(snapshot.map(_.path))
     .getOrElse(if (isLegacy) s"legacy:$version" else "empty")
 }
-
-/** A full RocksDB snapshot of version `version`, taken after the commit with `stateId`. */
-final case class SnapshotManifest(
-    formatVersion: Int,
-    version: Long,
-    operatorId: Long,
-    partitionId: Int,
-    storeName: String,
-    stateId: String,
-    numKeys: Long,
-    useColumnFamilies: Boolean,
-    columnFamilies: Seq[ColumnFamilyEntry],
-    files: Seq[StateFile],
-    stats: SnapshotStats,
-    createdAtMs: Long,
-    writer: String,
-    metaPack: Option[MetaPackRef] = None) // format 3; format 2 lists meta files in `files`
 
 object VersionManifest {
   val FormatVersion = 3
@@ -207,7 +155,3 @@ object VersionManifest {
   private def missingFields(where: String) = new CorruptCheckpointException(
     s"rockstate: manifest $where is missing required fields; the checkpoint is corrupt.")
 }
-
-/** A checkpoint file that is missing, truncated or fails its checksum. Never read as empty. */
-class CorruptCheckpointException(message: String, cause: Throwable = null)
-  extends java.io.IOException(message, cause)

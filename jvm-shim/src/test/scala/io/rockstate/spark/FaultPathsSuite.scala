@@ -11,9 +11,9 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import org.apache.spark.sql.execution.streaming.state.StateStore
 
-import io.rockstate.testing.{FaultInjectingFileSystem, FaultRule}
 import io.rockstate.state.RockstateStateStoreProvider
 import io.rockstate.storage._
+import io.rockstate.testing.{FaultInjectingFileSystem, FaultRule, StoreAudit}
 
 /**
  * The paths where a partition's state could be lost or a version published wrong, each caused

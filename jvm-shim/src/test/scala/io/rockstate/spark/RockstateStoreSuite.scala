@@ -16,6 +16,7 @@ import org.apache.spark.unsafe.types.UTF8String
 
 import io.rockstate.state.RockstateStateStoreProvider
 import io.rockstate.storage._
+import io.rockstate.testing.{StoreAudit, StoreAuditReport}
 
 /** The store driven directly, without a query: every version, family and encoding. */
 class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {

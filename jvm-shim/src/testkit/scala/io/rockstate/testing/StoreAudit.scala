@@ -1,4 +1,4 @@
-package io.rockstate.storage
+package io.rockstate.testing
 
 import java.nio.file.Files
 
@@ -8,18 +8,7 @@ import org.apache.commons.io.FileUtils
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
-/** What an audit of one store found. */
-final case class StoreAuditReport(
-    store: String,
-    versions: Seq[Long],
-    snapshots: Seq[String],
-    loaded: Map[Long, Long], // version -> keys found by reading it back
-    unreferenced: Seq[String], // data files no manifest references
-    missing: Seq[String], // files a manifest references that are absent
-    errors: Seq[String]) { // versions that failed to load, with the reason
-
-  def ok: Boolean = unreferenced.isEmpty && missing.isEmpty && errors.isEmpty
-}
+import io.rockstate.storage._
 
 /**
  * Checks a store's directory against the format's rules: every data file is referenced by a

@@ -2,13 +2,10 @@ package io.rockstate.spark.rewrite
 
 import org.apache.hadoop.conf.Configuration
 
-import org.apache.spark.{Partitioner, TaskContext}
+import org.apache.spark.TaskContext
 import org.apache.spark.sql.execution.streaming.state.StateStoreId
 
 import io.rockstate.spark.ColumnFamilyCodec
-
-/** One row of a column family as a rockstate store holds it (the key without the family id). */
-final case class StoredRow(family: String, key: Array[Byte], value: Array[Byte])
 
 /**
  * Reads one old partition of a transformWithState store, on an executor: every row of every
@@ -47,9 +44,4 @@ object StoredRowsReader {
       }
     }
   }
-}
-
-/** Sends each row to the partition it is keyed by (the one computed by `FamilyPlacement`). */
-final class NewPartitions(override val numPartitions: Int) extends Partitioner {
-  override def getPartition(key: Any): Int = key.asInstanceOf[Int]
 }

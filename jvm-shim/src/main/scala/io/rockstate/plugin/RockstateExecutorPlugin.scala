@@ -1,0 +1,67 @@
+package io.rockstate.plugin
+
+import java.net.InetAddress
+import java.util.{Map => JMap}
+import java.util.concurrent.{Executors, ScheduledExecutorService, TimeUnit}
+
+import scala.jdk.CollectionConverters._
+import scala.util.Try
+import scala.util.control.NonFatal
+
+import org.apache.spark.api.plugin.{ExecutorPlugin, PluginContext}
+import org.apache.spark.internal.Logging
+
+import io.rockstate.checkpoint._
+import io.rockstate.storage.{ExecutorMemory, RockstateConf}
+
+class RockstateExecutorPlugin extends ExecutorPlugin with Logging {
+  private var poller: ScheduledExecutorService = _
+
+  override def init(ctx: PluginContext, extraConf: JMap[String, String]): Unit = {
+    // A bad setting must not crash-loop the executor: the stores report it at the first batch,
+    // where the user sees it.
+    try {
+      val settings = ctx.conf().getAll.toMap
+      val retain = settings.get("spark.sql.streaming.minBatchesToRetain").map(_.toInt)
+        .getOrElse(100)
+      val shared = ExecutorMemory.get(RockstateConf.from(settings, retain))
+      // The plugin context knows no host name inside executors; ask the OS.
+      val host = Try(InetAddress.getLocalHost.getHostName).getOrElse("unknown")
+      // Fire-and-forget: a slow driver must never hold up the executor's start.
+      ctx.send(ExecutorReady(ctx.executorID(), host, shared.blockCacheBytes,
+        shared.writeBufferManagerBytes))
+    } catch {
+      case NonFatal(e) =>
+        logWarning("rockstate executor plugin could not set up shared RocksDB memory; the " +
+          "first rockstate store in this executor will report why", e)
+    }
+    CheckpointReporter.attach(ctx)
+    RockstateMetricsSource.registerExecutor(ctx.metricRegistry())
+    // The driver cannot push to executors; while this executor waits to hear what became of
+    // checkpoints it acknowledged, it asks once a second, on its own thread.
+    poller = Executors.newSingleThreadScheduledExecutor { r =>
+      val t = new Thread(r, "rockstate-checkpoint-outcomes")
+      t.setDaemon(true)
+      t
+    }
+    poller.scheduleWithFixedDelay(() => poll(ctx), 1, 1, TimeUnit.SECONDS)
+  }
+
+  private def poll(ctx: PluginContext): Unit = {
+    val roots = CheckpointPins.rootsWithPending
+    if (roots.nonEmpty) {
+      try ctx.ask(PollOutcomes(ctx.executorID(), roots)) match {
+        case json: String => CheckpointPins.apply(Outcomes.fromJson(json), System.currentTimeMillis())
+        case other => logWarning(s"rockstate: unexpected reply from the driver: $other")
+      } catch {
+        case NonFatal(e) => logDebug("rockstate: asking the driver for checkpoint outcomes " +
+          "failed; asking again in a second", e)
+      }
+    }
+  }
+
+  override def shutdown(): Unit = {
+    CheckpointReporter.detach()
+    if (poller != null) poller.shutdownNow()
+  }
+}

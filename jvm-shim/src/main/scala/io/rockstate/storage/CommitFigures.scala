@@ -1,0 +1,14 @@
+package io.rockstate.storage
+
+/** What the last commit did, for the batch's metrics. */
+final case class CommitFigures(
+    commitBytes: Long, // written to the checkpoint location on the task's path
+    changelogRecords: Long,
+    snapshotSyncMs: Long, // synchronous part of a snapshot this commit took (0: none taken)
+    completed: SnapshotStats, // snapshots whose upload ended since the previous commit, summed
+    snapshotsCompleted: Int,
+    snapshotsFailed: Int)
+
+object CommitFigures {
+  val Zero: CommitFigures = CommitFigures(0, 0, 0, SnapshotStats.Zero, 0, 0)
+}
