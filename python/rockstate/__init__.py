@@ -12,16 +12,10 @@ query's state for a new partition count or another state store provider.
 
 from __future__ import annotations
 
-from rockstate.checkpoints import (
-    Checkpoint,
-    CheckpointWatcher,
-    QueryCheckpoints,
-    StoreAck,
-    checkpoints,
-    on_checkpoint_complete,
-)
+from rockstate.checkpoint_model import Checkpoint, QueryCheckpoints, StoreAck
 from rockstate.errors import CorruptCheckpointError, RockstateError, RockstateSetupError
 from rockstate.jar import jar_path
+from rockstate.live_view import CheckpointWatcher, checkpoints, on_checkpoint_complete
 from rockstate.location import CheckpointLocation
 from rockstate.notebook import LiveCheckpoints, show_checkpoints
 from rockstate.offsets import provider_class, recorded_confs

@@ -8,8 +8,8 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from rockstate.errors import RockstateError
 from rockstate.progress import StoreProgress
@@ -19,84 +19,12 @@ if TYPE_CHECKING:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="rockstate", description="rockstate tools")
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("build", help="compile the JVM shim jar against the installed pyspark")
-    sub.add_parser("demo", help="run a streaming aggregation on rockstate")
-    sub.add_parser("spark-defaults", help="print spark-defaults.conf lines for rockstate")
-    for name, text in (("inspect", "list a checkpoint's stores, versions and snapshots"),
-                       ("verify", "check every file a checkpoint's versions need; exit 1 on a "
-                                  "problem")):
-        p = sub.add_parser(name, help=text)
-        p.add_argument("location", help="the query's checkpointLocation (path or fsspec URL)")
-        p.add_argument("--json", action="store_true", help="print JSON for scripts")
-    read = sub.add_parser("read", help="print an operator's state (key, value, partition)")
-    read.add_argument("location", help="the query's checkpointLocation (path or fsspec URL)")
-    read.add_argument("--operator", type=int, default=0)
-    read.add_argument("--store", default="default")
-    read.add_argument("--version", type=int, help="state version (default: the newest)")
-    read.add_argument("--partitions", help="comma-separated partition ids (default: all)")
-    read.add_argument("--limit", type=int, default=20, help="rows to print (0: all)")
-    read.add_argument("--state-var", help="a transformWithState operator's state variable")
-    read.add_argument("--json", action="store_true", help="one JSON object per row")
-    export = sub.add_parser("export", help="write every operator's state as parquet datasets")
-    export.add_argument("location", help="the query's checkpointLocation (path or fsspec URL)")
-    export.add_argument("dest", help="where to write (path or fsspec URL)")
-    export.add_argument("--version", type=int, help="state version (default: the newest)")
-    report = sub.add_parser("report", help="write the checkpoint history as one HTML page "
-                                           "with charts (opens with no network)")
-    report.add_argument("location", help="the query's checkpointLocation (path or fsspec URL)")
-    report.add_argument("-o", "--output", default="rockstate-report.html",
-                        help="the HTML file to write (default: rockstate-report.html)")
-    save = sub.add_parser("savepoint", help="copy a query's checkpoint at its newest committed "
-                                            "batch to a self-contained, checked savepoint")
-    save.add_argument("location", help="the query's checkpointLocation (path or fsspec URL)")
-    save.add_argument("target", help="where to write it (new; path or fsspec URL)")
-    restore = sub.add_parser("restore", help="make a new checkpoint location from a savepoint "
-                                             "(the savepoint is only read)")
-    restore.add_argument("savepoint", help="the savepoint (path or fsspec URL)")
-    restore.add_argument("location", help="the new checkpointLocation to start the query with")
-    restore.add_argument("--keep-query-id", action="store_true",
-                         help="keep the saved query's id (default: a new id, so forks and the "
-                              "original can run side by side)")
-    for name, text in (("rescale", "rewrite a stopped query's state for a new number of "
-                                   "shuffle partitions (runs a Spark job)"),
-                       ("migrate", "move a stopped query's state to another state store "
-                                   "provider, optionally rescaling it (runs a Spark job)")):
-        p = sub.add_parser(name, help=text)
-        p.add_argument("location", help="the query's checkpointLocation, as Spark reads it")
-        if name == "migrate":
-            p.add_argument("--to", required=True, choices=["rockstate", "spark-rocksdb"],
-                           help="the provider the query continues on")
-        p.add_argument("--partitions", type=int, required=name == "rescale",
-                       help="the new number of shuffle partitions")
-        p.add_argument("--master", default="local[*]",
-                       help="where the Spark job runs (default: local[*]); conf for it goes "
-                            "in spark-defaults.conf or SPARK_CONF_DIR as usual")
+    parser = _parser()
     args, rest = parser.parse_known_args(argv)
+    if rest and args.run not in (_build_command, _demo_command):  # those pass theirs on
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     try:
-        if args.command in ("inspect", "verify"):
-            return _checkpoint_command(args)
-        if args.command in ("read", "export"):
-            return _state_command(args)
-        if args.command == "report":
-            return _report_command(args)
-        if args.command in ("savepoint", "restore"):
-            return _savepoint_command(args)
-        if args.command in ("rescale", "migrate"):
-            return _rewrite_command(args)
-        if args.command == "build":
-            from rockstate.build import main as build_main
-
-            return build_main(rest)
-        if args.command == "demo":
-            from rockstate.demo import main as demo_main
-
-            return demo_main(rest)
-        from rockstate.session import spark_defaults
-
-        print(spark_defaults())
-        return 0
+        return args.run(args, rest)
     except RockstateError as e:
         _fail(args.command, str(e))
         return 2
@@ -109,6 +37,129 @@ def main(argv: list[str] | None = None) -> int:
         _fail(args.command, f"unexpected {type(e).__name__}: {e} (this is a rockstate bug: "
               "rerun with ROCKSTATE_DEBUG=1 for the traceback and report it)")
         return 3
+
+
+def _parser() -> argparse.ArgumentParser:
+    """Every command, each with the function that runs it (``args.run``)."""
+    parser = argparse.ArgumentParser(prog="rockstate", description="rockstate tools")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("build", help="compile the JVM shim jar against the installed pyspark"
+                   ).set_defaults(run=_build_command)
+    sub.add_parser("demo", help="run a streaming aggregation on rockstate"
+                   ).set_defaults(run=_demo_command)
+    sub.add_parser("spark-defaults", help="print spark-defaults.conf lines for rockstate"
+                   ).set_defaults(run=_spark_defaults_command)
+    for name, text in (("inspect", "list a checkpoint's stores, versions and snapshots"),
+                       ("verify", "check every file a checkpoint's versions need; exit 1 on a "
+                                  "problem")):
+        p = _offline(sub, name, text, _checkpoint_command)
+        p.add_argument("--json", action="store_true", help="print JSON for scripts")
+    read = _offline(sub, "read", "print an operator's state (key, value, partition)",
+                    _state_command)
+    read.add_argument("--operator", type=int, default=0)
+    read.add_argument("--store", default="default")
+    read.add_argument("--version", type=int, help="state version (default: the newest)")
+    read.add_argument("--partitions", help="comma-separated partition ids (default: all)")
+    read.add_argument("--limit", type=int, default=20, help="rows to print (0: all)")
+    read.add_argument("--state-var", help="a transformWithState operator's state variable")
+    read.add_argument("--json", action="store_true", help="one JSON object per row")
+    export = _offline(sub, "export", "write every operator's state as parquet datasets",
+                      _state_command)
+    _target(export, "dest", "where to write (path or fsspec URL)")
+    export.add_argument("--version", type=int, help="state version (default: the newest)")
+    report = _offline(sub, "report", "write the checkpoint history as one HTML page with "
+                                     "charts (opens with no network)", _report_command)
+    report.add_argument("-o", "--output", default="rockstate-report.html",
+                        help="the HTML file to write (default: rockstate-report.html)")
+    save = _offline(sub, "savepoint", "copy a query's checkpoint at its newest committed batch "
+                                      "to a self-contained, checked savepoint",
+                    _savepoint_command)
+    _target(save, "target", "where to write it (new; path or fsspec URL)")
+    restore = _offline(sub, "restore", "make a new checkpoint location from a savepoint (the "
+                                       "savepoint is only read)", _restore_command,
+                       location=("savepoint", "the savepoint (path or fsspec URL)"))
+    _target(restore, "target", "the new checkpointLocation to start the query with")
+    restore.add_argument("--keep-query-id", action="store_true",
+                         help="keep the saved query's id (default: a new id, so forks and the "
+                              "original can run side by side)")
+    for name, text in (("rescale", "rewrite a stopped query's state for a new number of "
+                                   "shuffle partitions (runs a Spark job)"),
+                       ("migrate", "move a stopped query's state to another state store "
+                                   "provider, optionally rescaling it (runs a Spark job)")):
+        p = sub.add_parser(name, help=text)
+        p.set_defaults(run=_rewrite_command)
+        p.add_argument("location", help="the query's checkpointLocation, as Spark reads it")
+        if name == "migrate":
+            p.add_argument("--to", required=True, choices=["rockstate", "spark-rocksdb"],
+                           help="the provider the query continues on")
+        p.add_argument("--partitions", type=int, required=name == "rescale",
+                       help="the new number of shuffle partitions")
+        p.add_argument("--master", default="local[*]",
+                       help="where the Spark job runs (default: local[*]); conf for it goes "
+                            "in spark-defaults.conf or SPARK_CONF_DIR as usual")
+    return parser
+
+
+def _offline(sub: Any, name: str, text: str, run: Callable[..., int],
+             location: tuple[str, str] = (
+                 "location", "the query's checkpointLocation (path or fsspec URL)"),
+             ) -> argparse.ArgumentParser:
+    """A command that reads a location with fsspec: its argument and its storage options."""
+    p = sub.add_parser(name, help=text)
+    p.set_defaults(run=run)
+    p.add_argument(location[0], help=location[1])
+    p.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
+                   dest="storage_options",
+                   help=f"an fsspec option for the {location[0]}'s file system (repeat it; a "
+                        "VALUE that is JSON is read as JSON, e.g. anon=true or "
+                        "client_kwargs='{\"endpoint_url\": \"http://...\"}')")
+    return p
+
+
+def _target(p: argparse.ArgumentParser, name: str, text: str) -> None:
+    p.add_argument(name, help=text)
+    p.add_argument("--target-option", action="append", default=[], metavar="KEY=VALUE",
+                   dest="target_options",
+                   help=f"an fsspec option for the {name}'s file system (as --storage-option)")
+
+
+def _options(pairs: list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs as fsspec storage options; a VALUE that parses as JSON is JSON."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise RockstateError(f"the option {pair!r} is not KEY=VALUE")
+        try:
+            out[key] = json.loads(value)
+        except ValueError:
+            out[key] = value
+    return out
+
+
+def _build_command(args: argparse.Namespace, rest: list[str]) -> int:
+    from rockstate.build import main as build_main
+
+    return build_main(rest)
+
+
+def _demo_command(args: argparse.Namespace, rest: list[str]) -> int:
+    from rockstate.demo import main as demo_main
+
+    return demo_main(rest)
+
+
+def _spark_defaults_command(args: argparse.Namespace, rest: list[str]) -> int:
+    from rockstate.session import spark_defaults
+
+    print(spark_defaults())
+    return 0
+
+
+def _location(args: argparse.Namespace) -> CheckpointLocation:
+    from rockstate.location import open_location
+
+    return open_location(args.location, _options(args.storage_options))
 
 
 def _fail(command: str, message: str) -> None:
@@ -131,7 +182,7 @@ def _require_state(location: CheckpointLocation) -> None:
     try:
         from rockstate.offsets import provider_class
 
-        provider = f"; its offset log names the provider {provider_class(location.url)}"
+        provider = f"; its offset log names the provider {provider_class(location)}"
     except RockstateError:
         pass
     raise RockstateError(f"{location.url} holds {what}{provider}. Give the checkpointLocation "
@@ -139,21 +190,28 @@ def _require_state(location: CheckpointLocation) -> None:
                          "RocksDBStateStoreProvider.")
 
 
-def _savepoint_command(args: argparse.Namespace) -> int:
-    from rockstate.savepoint import restore, savepoint
+def _savepoint_command(args: argparse.Namespace, rest: list[str]) -> int:
+    from rockstate.savepoint import savepoint
 
-    if args.command == "savepoint":
-        sp = savepoint(args.location, args.target)
-        print(f"savepoint of batch {sp.batch_id} (state version {sp.state_version}) written to "
-              f"{sp.url}: {len(sp.files)} files, {sp.bytes} bytes, checked")
-        return 0
-    restore(args.savepoint, args.location, new_query_id=not args.keep_query_id)
-    print(f"{args.location} restored from {args.savepoint}; start the query with it as its "
+    sp = savepoint(args.location, args.target, storage_options=_options(args.storage_options),
+                   target_options=_options(args.target_options))
+    print(f"savepoint of batch {sp.batch_id} (state version {sp.state_version}) written to "
+          f"{sp.url}: {len(sp.files)} files, {sp.bytes} bytes, checked")
+    return 0
+
+
+def _restore_command(args: argparse.Namespace, rest: list[str]) -> int:
+    from rockstate.savepoint import restore
+
+    restore(args.savepoint, args.target, new_query_id=not args.keep_query_id,
+            storage_options=_options(args.storage_options),
+            target_options=_options(args.target_options))
+    print(f"{args.target} restored from {args.savepoint}; start the query with it as its "
           "checkpointLocation")
     return 0
 
 
-def _rewrite_command(args: argparse.Namespace) -> int:
+def _rewrite_command(args: argparse.Namespace, rest: list[str]) -> int:
     from pyspark.sql import SparkSession
 
     from rockstate.rewrite import migrate, rescale
@@ -175,11 +233,10 @@ def _rewrite_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _checkpoint_command(args: argparse.Namespace) -> int:
-    from rockstate.location import CheckpointLocation
+def _checkpoint_command(args: argparse.Namespace, rest: list[str]) -> int:
     from rockstate.savepoint import is_savepoint, read_savepoint
 
-    location = CheckpointLocation(args.location)
+    location = _location(args)
     _require_state(location)
     if args.command == "inspect":
         summary = location.summary()
@@ -231,19 +288,19 @@ def _checkpoint_command(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-def _state_command(args: argparse.Namespace) -> int:
+def _state_command(args: argparse.Namespace, rest: list[str]) -> int:
     from rockstate import spark_rocksdb
-    from rockstate.location import CheckpointLocation
     from rockstate.read import export, read_state, table_rows
 
-    location = CheckpointLocation(args.location)
+    location = _location(args)
     _require_state(location)
     if args.command == "export":
         total = len(location.stores()) or sum(
             len(spark_rocksdb.partitions(location, op, "default"))
             for op in location.operators())
         with StoreProgress(total, "reading") as progress:
-            paths = export(location, args.dest, version=args.version, progress=progress)
+            paths = export(location, args.dest, version=args.version, progress=progress,
+                           dest_options=_options(args.target_options))
         for path in paths:
             print(path)
         return 0
@@ -269,11 +326,10 @@ def _state_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _report_command(args: argparse.Namespace) -> int:
-    from rockstate.location import CheckpointLocation
+def _report_command(args: argparse.Namespace, rest: list[str]) -> int:
     from rockstate.report import report
 
-    location = CheckpointLocation(args.location)
+    location = _location(args)
     _require_state(location)
 
     def progress(items: Iterable) -> Iterable:

@@ -15,8 +15,8 @@ from typing import Any
 
 import fsspec
 
+from rockstate.checkpoint_model import Checkpoint, parse_abort_record, parse_checkpoint_metadata
 from rockstate.checkpoint_path import join_within
-from rockstate.checkpoints import Checkpoint, parse_abort_record, parse_checkpoint_metadata
 from rockstate.errors import CorruptCheckpointError
 from rockstate.format import (
     SnapshotManifest,
@@ -45,11 +45,25 @@ class StoreRef:
         return f"operator {self.operator} partition {self.partition} store {self.name}"
 
 
+def open_location(location: str | os.PathLike | CheckpointLocation,
+                  storage_options: dict[str, Any] | None = None) -> CheckpointLocation:
+    """What every offline entry point takes: a path or fsspec URL (``storage_options`` go to
+    its file system: credentials, endpoint), or a :class:`CheckpointLocation` opened with its
+    own options."""
+    if isinstance(location, CheckpointLocation):
+        if storage_options:
+            raise TypeError("storage_options apply to a path or URL; a CheckpointLocation "
+                            "carries its own (CheckpointLocation(url, **storage_options)).")
+        return location
+    return CheckpointLocation(os.fspath(location), **(storage_options or {}))
+
+
 class CheckpointLocation:
     """A streaming query's checkpoint location, opened read-only through fsspec."""
 
     def __init__(self, url: str, **storage_options: Any) -> None:
         self.url = url
+        self.storage_options = dict(storage_options)
         self.fs, self.root = fsspec.core.url_to_fs(url, **storage_options)
         protocols = (self.fs.protocol,) if isinstance(self.fs.protocol, str) else \
             tuple(self.fs.protocol)
@@ -60,10 +74,13 @@ class CheckpointLocation:
             raise CorruptCheckpointError(
                 f"{url} is not a directory; give the query's checkpointLocation.")
 
-    def _path(self, *parts: str) -> str:
+    def path(self, *parts: str) -> str:
+        """A path inside the location, in its file system (for listings: reads go through
+        :meth:`read_file`, which checks that the path stays inside)."""
         return posixpath.join(self.root, *parts)
 
-    def _dirs(self, path: str) -> list[str]:
+    def subfolders(self, path: str) -> list[str]:
+        """The names of the folders in ``path`` (a path in the location's file system)."""
         if not self.fs.isdir(path):
             return []
         return sorted(posixpath.basename(p.rstrip("/"))
@@ -71,20 +88,20 @@ class CheckpointLocation:
 
     def operators(self) -> list[int]:
         """Ids of the stateful operators that have state here."""
-        return sorted(int(d) for d in self._dirs(self._path("state")) if d.isdigit())
+        return sorted(int(d) for d in self.subfolders(self.path("state")) if d.isdigit())
 
     def stores(self, operator: int | None = None) -> list[StoreRef]:
         """rockstate stores (directories with ``versions/`` or, written by rockstate before
         format 3, ``manifests/``), optionally of one operator."""
         out = []
         for op in self.operators() if operator is None else [operator]:
-            for part in self._dirs(self._path("state", str(op))):
+            for part in self.subfolders(self.path("state", str(op))):
                 if not part.isdigit():
                     continue
-                base = self._path("state", str(op), part)
+                base = self.path("state", str(op), part)
                 if self._is_store(base):
                     out.append(StoreRef(op, int(part), DEFAULT_STORE, base))
-                for name in self._dirs(base):
+                for name in self.subfolders(base):
                     sub = posixpath.join(base, name)
                     if self._is_store(sub):
                         out.append(StoreRef(op, int(part), name, sub))
@@ -153,7 +170,7 @@ class CheckpointLocation:
         format 2): operator -> one list of store ids per partition; empty for format 1."""
         if batch_id not in self._recorded:
             try:
-                data = self.fs.cat_file(self._path("commits", str(batch_id)))
+                data = self.fs.cat_file(self.path("commits", str(batch_id)))
                 lines = data.decode().splitlines()
                 ids = json.loads(lines[1]).get("stateUniqueIds") if len(lines) > 1 else None
             except (FileNotFoundError, ValueError):
@@ -237,9 +254,9 @@ class CheckpointLocation:
         parts = store_dir.split("/")
         if len(parts) < 3 or parts[0] != "state" or not parts[2].isdigit():
             return store_dir
-        retired = self._path("state", parts[1], "_retired")
+        retired = self.path("state", parts[1], "_retired")
         folders = {}  # last batch that used it -> retired folder
-        for n in self._dirs(retired):
+        for n in self.subfolders(retired):
             batch, _, rest = n.partition("-")
             if batch.isdigit() and rest in (parts[2], f"{parts[2]}-rockstate"):
                 folders[int(batch)] = n
@@ -250,9 +267,9 @@ class CheckpointLocation:
 
     def checkpoints(self) -> list[Checkpoint]:
         """Completed checkpoints (``rockstate/checkpoints/<version>/_metadata``), oldest first."""
-        top = self._path("rockstate", "checkpoints")
+        top = self.path("rockstate", "checkpoints")
         out = []
-        for name in self._dirs(top):
+        for name in self.subfolders(top):
             path = posixpath.join(top, name, "_metadata")
             if name.isdigit() and self.fs.exists(path):
                 out.append(parse_checkpoint_metadata(self.fs.cat_file(path), path))
@@ -260,7 +277,7 @@ class CheckpointLocation:
 
     def aborted_checkpoints(self) -> list[Checkpoint]:
         """The newest aborted checkpoints the driver recorded, oldest first."""
-        top = self._path("rockstate", "checkpoints", "aborted")
+        top = self.path("rockstate", "checkpoints", "aborted")
         if not self.fs.isdir(top):
             return []
         out = []

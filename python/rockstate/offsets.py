@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import posixpath
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import fsspec
 
 from rockstate.errors import CorruptCheckpointError, RockstateError
+
+if TYPE_CHECKING:
+    from rockstate.location import CheckpointLocation
 
 
 def log_entries(fs: Any, path: str) -> dict[int, str]:
@@ -51,15 +54,17 @@ def entry_confs(lines: list[str]) -> dict[str, str]:
     return {str(k): str(v) for k, v in conf.items()}
 
 
-def recorded_confs(checkpoint_location: str | Path, batch_id: int | None = None,
-                   **storage_options: Any) -> dict[str, str]:
+def recorded_confs(checkpoint_location: str | Path | CheckpointLocation,
+                   batch_id: int | None = None,
+                   storage_options: dict[str, Any] | None = None) -> dict[str, str]:
     """The session confs Spark wrote into the offset log of ``batch_id`` (default: the latest),
-    read from a local path or any fsspec URL (``storage_options`` go to its file system).
+    read from a local path or any fsspec URL (``storage_options`` go to its file system), or
+    through an open :class:`~rockstate.location.CheckpointLocation` (its own options).
 
     Spark records the state store provider there when a query starts and keeps using that
     provider on restart, so this is the ground truth of which provider a query runs on.
     """
-    fs, root = fsspec.core.url_to_fs(str(checkpoint_location), **storage_options)
+    fs, root = _file_system(checkpoint_location, storage_options or {})
     offsets = posixpath.join(root, "offsets")
     batches = sorted(log_entries(fs, offsets))
     if not batches:
@@ -71,10 +76,21 @@ def recorded_confs(checkpoint_location: str | Path, batch_id: int | None = None,
     return entry_confs(entry_lines(fs.cat_file(path), path))
 
 
-def provider_class(checkpoint_location: str | Path, **storage_options: Any) -> str:
+def _file_system(location: str | Path | CheckpointLocation,
+                 storage_options: dict[str, Any]) -> tuple[Any, str]:
+    from rockstate.location import CheckpointLocation
+
+    if isinstance(location, CheckpointLocation):
+        return location.fs, location.root
+    return fsspec.core.url_to_fs(str(location), **storage_options)
+
+
+def provider_class(checkpoint_location: str | Path | CheckpointLocation,
+                   storage_options: dict[str, Any] | None = None) -> str:
     """The state store provider class a query's checkpoint is bound to."""
-    confs = recorded_confs(checkpoint_location, **storage_options)
+    confs = recorded_confs(checkpoint_location, storage_options=storage_options)
     key = "spark.sql.streaming.stateStore.providerClass"
     if key not in confs:
-        raise RockstateError(f"rockstate: the offset log of {checkpoint_location} names no {key}")
+        where = getattr(checkpoint_location, "url", checkpoint_location)
+        raise RockstateError(f"rockstate: the offset log of {where} names no {key}")
     return confs[key]

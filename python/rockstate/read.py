@@ -17,6 +17,7 @@ import posixpath
 import tempfile
 import zlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,8 @@ from rockstate.format import (
     changelog_records,
     changes_of,
 )
-from rockstate.location import DEFAULT_STORE, CheckpointLocation, StoreRef
+from rockstate.location import DEFAULT_STORE, CheckpointLocation, StoreRef, open_location
+from rockstate.operator_metadata import is_transform_with_state, read_operator_metadata
 from rockstate.state_schema import family_schemas, v2_schemas
 from rockstate.unsaferow import decode_rows
 
@@ -44,22 +46,12 @@ ENCODING_VERSION_BYTES = 1
 def _refuse_prefix_keys(loc: CheckpointLocation, operator: int, store: str) -> None:
     """Keys with prefix columns (session windows) have another byte layout: refuse them
     rather than decode them wrong. Spark's operator metadata says how many there are."""
-    import json
-
-    path = loc._path("state", str(operator), "_metadata", "metadata")
-    if not loc.fs.exists(path):
-        return
-    text = loc.fs.cat_file(path).decode("utf-8", "replace")
-    try:
-        doc = json.loads(text.split("\n", 1)[1])
-    except (IndexError, ValueError):
-        raise CorruptCheckpointError(f"Spark's operator metadata {path} is damaged.") from None
-    for info in doc.get("stateStoreInfo", []):
-        if info.get("storeName") == store and int(info.get("numColsPrefixKey", 0)) > 0:
-            raise RockstateError(
-                f"operator {operator} ({doc.get('operatorInfo', {}).get('operatorName')}) keys "
-                "its state with prefix columns (a session window); reading that key layout "
-                "is not supported yet.")
+    meta = read_operator_metadata(loc, operator)
+    info = meta.store(store) if meta is not None else None
+    if info is not None and info.prefix_key_columns > 0:
+        raise RockstateError(
+            f"operator {operator} ({meta.operator_name}) keys its state with prefix columns "
+            "(a session window); reading that key layout is not supported yet.")
 
 
 def _refuse_missing_partitions(loc: CheckpointLocation, operator: int, version: int,
@@ -68,7 +60,7 @@ def _refuse_missing_partitions(loc: CheckpointLocation, operator: int, version: 
     partitions in the offset log) must have its store: a missing folder is damage, never a
     query with fewer partitions."""
     try:
-        confs = offsets.recorded_confs(loc.url, version - 1, **_options(loc))
+        confs = offsets.recorded_confs(loc, version - 1)
         count = int(confs[SHUFFLE_PARTITIONS])
     except (RockstateError, FileNotFoundError, KeyError, ValueError, IndexError):
         return  # no offset entry for that batch (it expired): nothing to compare with
@@ -78,10 +70,6 @@ def _refuse_missing_partitions(loc: CheckpointLocation, operator: int, version: 
             f"operator {operator} ran batch {version - 1} on {count} partitions, but the "
             f"state of partitions {missing} is missing from {loc.url}; the checkpoint is "
             "damaged (restore the folders from a backup).")
-
-
-def _options(loc: CheckpointLocation) -> dict[str, Any]:
-    return dict(loc.fs.storage_options)
 
 
 def _stage_files(loc: CheckpointLocation, store: StoreRef, files: tuple[StateFile, ...],
@@ -179,36 +167,66 @@ def _replayed_entries(loc: CheckpointLocation, store: StoreRef, version: int,
     return entries
 
 
-def read_state(location: str | CheckpointLocation, operator: int = 0,
-               version: int | None = None, partitions: list[int] | None = None,
-               store: str = DEFAULT_STORE,
-               progress: Callable[[str], None] | None = None,
-               state_var: str | None = None) -> pa.Table:
-    """The state of one operator's store at ``version`` (default: the newest every partition
-    has), as a table of ``key``, ``value`` and ``partition_id``.
+@dataclass(frozen=True)
+class StatePartition:
+    """One partition's store of a planned read, and how to read its entries at a version."""
 
-    For a transformWithState operator (Spark's RocksDB provider), ``state_var`` names the
-    state variable; the columns are then those Spark's ``statestore`` source gives it
-    (``list_element`` for a list, ``user_map_key`` and ``user_map_value`` for a map)."""
-    loc = location if isinstance(location, CheckpointLocation) else CheckpointLocation(location)
-    # (partition, label, versions, reader of a version) for every selected store
-    sources: list[tuple[int, str, list[int], Callable[[int], dict[bytes, bytes]]]] = [
-        (s.partition, str(s), loc.versions(s),
-         lambda v, s=s: store_entries(loc, s, v, state_var))
-        for s in loc.stores(operator)
-        if s.name == store and (partitions is None or s.partition in partitions)]
+    partition: int
+    label: str
+    versions: list[int]
+    entries_at: Callable[[int], dict[bytes, bytes]]
+
+
+@dataclass(frozen=True)
+class StateRead:
+    """A checked plan to read one operator's store (or one state variable) at ``version``:
+    its partitions, and the decoder of their rows into the table Spark's ``statestore``
+    source gives."""
+
+    operator: int
+    store: str
+    version: int
+    partitions: tuple[StatePartition, ...]
+    decode: Callable[[list[bytes], list[bytes], list[int]], pa.Table]
+
+    def read(self, partitions: tuple[StatePartition, ...] | None = None,
+             progress: Callable[[str], None] | None = None) -> pa.Table:
+        """The rows of ``partitions`` (default: all), as one table."""
+        keys: list[bytes] = []
+        values: list[bytes] = []
+        partition_ids: list[int] = []
+        for part in self.partitions if partitions is None else partitions:
+            if progress:
+                progress(f"{part.label}: version {self.version}")
+            entries = part.entries_at(self.version)
+            keys.extend(entries.keys())
+            values.extend(entries.values())
+            partition_ids.extend([part.partition] * len(entries))
+        return self.decode(keys, values, partition_ids)
+
+
+def plan_read(loc: CheckpointLocation, operator: int = 0, version: int | None = None,
+              partitions: list[int] | None = None, store: str = DEFAULT_STORE,
+              state_var: str | None = None) -> StateRead:
+    """Everything :func:`read_state` checks before it reads a row: the stores, the version
+    (default: the newest every partition has), that no partition is missing, and the schema."""
+    sources = [StatePartition(s.partition, str(s), loc.versions(s),
+                              lambda v, s=s: store_entries(loc, s, v, state_var))
+               for s in loc.stores(operator)
+               if s.name == store and (partitions is None or s.partition in partitions)]
     if not sources:  # Spark's own RocksDB provider
-        sources = [(p, f"operator {operator} partition {p} store {store} (Spark RocksDB)",
-                    spark_rocksdb.versions(loc, path),
-                    lambda v, path=path: spark_rocksdb.entries(loc, path, v, state_var))
+        sources = [StatePartition(p, f"operator {operator} partition {p} store {store} "
+                                     "(Spark RocksDB)", spark_rocksdb.versions(loc, path),
+                                  lambda v, path=path: spark_rocksdb.entries(loc, path, v,
+                                                                             state_var))
                    for p, path in sorted(spark_rocksdb.partitions(loc, operator, store).items())
                    if partitions is None or p in partitions]
     if not sources:
         raise RockstateError(f"no rockstate store {store!r} of operator {operator} in "
                              f"{loc.url} (operators: {loc.operators()})")
     if version is None:
-        version = min(versions[-1] for _, _, versions, _ in sources if versions)
-    _refuse_missing_partitions(loc, operator, version, {p for p, _, _, _ in sources},
+        version = min(s.versions[-1] for s in sources if s.versions)
+    _refuse_missing_partitions(loc, operator, version, {s.partition for s in sources},
                                partitions)
     if state_var is not None:
         from rockstate import tws
@@ -218,8 +236,11 @@ def read_state(location: str | CheckpointLocation, operator: int = 0,
             raise RockstateError(f"operator {operator} has no state variable {state_var!r} "
                                  f"(it has {sorted(kinds)})")
         family = family_schemas(loc, operator, store)[state_var]
+
+        def decode(keys: list[bytes], values: list[bytes], ids: list[int]) -> pa.Table:
+            return tws.decode_variable(kinds[state_var], family, keys, values, ids)
     else:
-        if loc.fs.isdir(loc._path("state", str(operator), "_metadata", "v2")):
+        if is_transform_with_state(loc, operator):
             from rockstate import tws
 
             names = sorted(tws.state_variables(loc, operator))
@@ -228,25 +249,52 @@ def read_state(location: str | CheckpointLocation, operator: int = 0,
                                  "state_var=<name> (--state-var).")
         _refuse_prefix_keys(loc, operator, store)
         key_schema, value_schema = v2_schemas(loc, operator, store)
-    keys: list[bytes] = []
-    values: list[bytes] = []
-    partition_ids: list[int] = []
-    for partition, label, _, entries_at in sources:
-        if progress:
-            progress(f"{label}: version {version}")
-        entries = entries_at(version)
-        keys.extend(entries.keys())
-        values.extend(entries.values())
-        partition_ids.extend([partition] * len(entries))
-    if state_var is not None:
-        return tws.decode_variable(kinds[state_var], family, keys, values, partition_ids)
-    try:
-        key = decode_rows(keys, key_schema, ENCODING_VERSION_BYTES)
-        value = decode_rows(values, value_schema, ENCODING_VERSION_BYTES)
-    except ValueError as e:
-        raise RockstateError(f"operator {operator} store {store}: {e}") from None
-    return pa.table({"key": key, "value": value,
-                     "partition_id": pa.array(partition_ids, type=pa.int32())})
+
+        def decode(keys: list[bytes], values: list[bytes], ids: list[int]) -> pa.Table:
+            try:
+                key = decode_rows(keys, key_schema, ENCODING_VERSION_BYTES)
+                value = decode_rows(values, value_schema, ENCODING_VERSION_BYTES)
+            except ValueError as e:
+                raise RockstateError(f"operator {operator} store {store}: {e}") from None
+            return pa.table({"key": key, "value": value,
+                             "partition_id": pa.array(ids, type=pa.int32())})
+    return StateRead(operator, store, version, tuple(sources), decode)
+
+
+def read_state(location: str | CheckpointLocation, operator: int = 0,
+               version: int | None = None, partitions: list[int] | None = None,
+               store: str = DEFAULT_STORE,
+               progress: Callable[[str], None] | None = None,
+               state_var: str | None = None,
+               storage_options: dict[str, Any] | None = None) -> pa.Table:
+    """The state of one operator's store at ``version`` (default: the newest every partition
+    has), as a table of ``key``, ``value`` and ``partition_id``.
+
+    For a transformWithState operator (Spark's RocksDB provider), ``state_var`` names the
+    state variable; the columns are then those Spark's ``statestore`` source gives it
+    (``list_element`` for a list, ``user_map_key`` and ``user_map_value`` for a map)."""
+    loc = open_location(location, storage_options)
+    return plan_read(loc, operator, version, partitions, store, state_var).read(
+        progress=progress)
+
+
+def _write_partitions(plan: StateRead, fs: Any, path: str,
+                      progress: Callable[[str], None] | None) -> None:
+    """Each partition of ``plan`` as ``<path>/partition_id=<p>/part-0.parquet`` (hive
+    partitioning, as ``pyarrow.dataset`` reads it back), replacing what that folder held; a
+    partition without rows writes nothing."""
+    import pyarrow.parquet as pq
+
+    for part in plan.partitions:
+        table = plan.read((part,), progress)
+        folder = posixpath.join(path, f"partition_id={part.partition}")
+        if fs.exists(folder):
+            fs.rm(folder, recursive=True)
+        if table.num_rows == 0:
+            continue
+        fs.makedirs(folder, exist_ok=True)
+        with fs.open(posixpath.join(folder, "part-0.parquet"), "wb") as out:
+            pq.write_table(table.drop_columns(["partition_id"]), out)
 
 
 def _python_values(arr: pa.Array) -> list:
@@ -273,19 +321,20 @@ def table_rows(table: pa.Table) -> list[dict]:
 
 def export(location: str | CheckpointLocation, dest: str, format: str = "parquet",
            version: int | None = None, progress: Callable[[str], None] | None = None,
-           **storage_options: Any) -> list[str]:
+           storage_options: dict[str, Any] | None = None,
+           dest_options: dict[str, Any] | None = None) -> list[str]:
     """Writes every operator's state (each store name, and each state variable of a
     transformWithState operator, its own dataset) under ``dest``, as
     ``<dest>/operator=<op>/store=<name>[/column_family=<var>]/partition_id=<p>/...``;
-    returns the dataset paths."""
-    import pyarrow.dataset as ds
-
+    returns the dataset paths. ``storage_options`` open the checkpoint, ``dest_options``
+    the destination's file system. One partition is read and written at a time, so memory
+    is bounded by the largest partition's state, not the whole state."""
     if format != "parquet":
         raise RockstateError(f"export writes parquet; {format!r} is not supported")
-    loc = location if isinstance(location, CheckpointLocation) else CheckpointLocation(location)
+    loc = open_location(location, storage_options)
     import fsspec
 
-    fs, root = fsspec.core.url_to_fs(dest, **storage_options)
+    fs, root = fsspec.core.url_to_fs(dest, **(dest_options or {}))
     written = []
     names = sorted({(s.operator, s.name) for s in loc.stores()} |
                    {(op, DEFAULT_STORE) for op in loc.operators()
@@ -294,23 +343,18 @@ def export(location: str | CheckpointLocation, dest: str, format: str = "parquet
         where = f"operator {operator} of {loc.url}"
         base = posixpath.join(root, f"operator={operator}",
                               file_name(f"store={name}", f"the store names of {where}"))
-        if loc.fs.isdir(loc._path("state", str(operator), "_metadata", "v2")):
+        if is_transform_with_state(loc, operator):
             from rockstate import tws
 
             # transformWithState: one dataset per state variable (column family), each in
             # a folder named after it (checked first: the name comes from the checkpoint).
-            folders = {var: posixpath.join(base, file_name(
-                f"column_family={var}", f"the state variables of {where}"))
-                for var in sorted(tws.state_variables(loc, operator))}
-            parts = [(read_state(loc, operator, version=version, store=name,
-                                 progress=progress, state_var=var), folder)
-                     for var, folder in folders.items()]
+            datasets = [(var, posixpath.join(base, file_name(
+                f"column_family={var}", f"the state variables of {where}")))
+                for var in sorted(tws.state_variables(loc, operator))]
         else:
-            parts = [(read_state(loc, operator, version=version, store=name,
-                                 progress=progress), base)]
-        for table, path in parts:
-            ds.write_dataset(table, path, format="parquet", filesystem=fs,
-                             partitioning=["partition_id"], partitioning_flavor="hive",
-                             existing_data_behavior="delete_matching")
+            datasets = [(None, base)]
+        for var, path in datasets:
+            plan = plan_read(loc, operator, version=version, store=name, state_var=var)
+            _write_partitions(plan, fs, path, progress)
             written.append(path)
     return written

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rockstate.checkpoints import Checkpoint
+from rockstate.checkpoint_model import Checkpoint
 from rockstate.errors import RockstateSetupError
 from rockstate.report_data import (
     ROCKSTATE,
@@ -44,28 +44,29 @@ tr.aborted td{color:#b3261e} tr.pending td{color:#8a6d00}
 
 
 def report(source: StreamingQuery | str | CheckpointLocation, path: str | Path,
-           progress: Progress | None = None) -> Path:
+           progress: Progress | None = None,
+           storage_options: dict[str, Any] | None = None) -> Path:
     """Writes the checkpoint history report of a query or checkpoint location to ``path``.
 
     ``source`` is a running ``StreamingQuery`` (its driver's view adds pending and aborted
-    checkpoints of the current run), a checkpoint location's path or fsspec URL, or a
-    :class:`~rockstate.CheckpointLocation`. Returns the written file's path.
+    checkpoints of the current run), a checkpoint location's path or fsspec URL (opened with
+    ``storage_options``: the driver's location too), or a :class:`~rockstate.CheckpointLocation`.
+    Returns the written file's path.
     """
-    from rockstate.location import CheckpointLocation
+    from rockstate.location import open_location
 
     live = None
     if hasattr(source, "runId") and hasattr(source, "lastProgress"):
-        from rockstate.checkpoints import checkpoints
+        from rockstate.live_view import checkpoints
 
         live = checkpoints(source)  # type: ignore[arg-type]
         if not live.location:
             raise RockstateSetupError(
                 "the query has not acknowledged a checkpoint yet, so its location is unknown "
                 "to the driver; give report() the query's checkpointLocation instead.")
-        loc = CheckpointLocation(live.location)
+        loc = open_location(live.location, storage_options)
     else:
-        loc = source if isinstance(source, CheckpointLocation) else CheckpointLocation(
-            str(source))
+        loc = open_location(source, storage_options)  # type: ignore[arg-type]
     data = collect(loc, live, progress)
     out = Path(path)
     out.write_text(render(data), encoding="utf-8")

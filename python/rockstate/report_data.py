@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from rockstate import spark_rocksdb
-from rockstate.checkpoints import Checkpoint, QueryCheckpoints
+from rockstate.checkpoint_model import Checkpoint, QueryCheckpoints
 from rockstate.errors import CorruptCheckpointError
 from rockstate.format import (
     is_version_file,
@@ -97,7 +97,7 @@ def collect(loc: CheckpointLocation, live: QueryCheckpoints | None = None,
             progress: Progress | None = None) -> ReportData:
     """Everything the report shows for ``loc``; ``live`` adds a running query's driver view."""
     try:
-        provider = provider_class(loc.url)
+        provider = provider_class(loc)
     except Exception as e:  # no offset log yet, or an unreadable one: still show the state
         provider, note = "unknown", f"the provider is unknown ({e})"
     else:
@@ -205,9 +205,9 @@ def _spark_stores(loc: CheckpointLocation) -> list[StoreRef]:
     out = []
     for op in loc.operators():
         names = {DEFAULT_STORE}
-        for part in loc._dirs(loc._path("state", str(op))):
+        for part in loc.subfolders(loc.path("state", str(op))):
             if part.isdigit():
-                names.update(n for n in loc._dirs(loc._path("state", str(op), part))
+                names.update(n for n in loc.subfolders(loc.path("state", str(op), part))
                              if n not in ("SSTs", "logs", "_metadata"))
         for name in sorted(names):
             for part, path in sorted(spark_rocksdb.partitions(loc, op, name).items()):

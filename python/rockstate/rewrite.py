@@ -26,18 +26,15 @@ entries). Partition folders a smaller count no longer uses are moved aside
 from __future__ import annotations
 
 import json
-import os
 import posixpath
 import re
 import time
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from rockstate.errors import RockstateError
-from rockstate.location import CheckpointLocation
-from rockstate.offsets import entry_confs, entry_lines, log_entries
 from rockstate.session import PROVIDER_CLASS, PROVIDER_KEY
+from rockstate.writable_location import WritableLocation
 
 SHUFFLE_PARTITIONS_KEY = "spark.sql.shuffle.partitions"
 SPARK_ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -138,7 +135,7 @@ def rewrite(spark: Any, checkpoint: str, *, partitions: int | None = None,
     """Rewrites the state of the stopped query at ``checkpoint`` (the location Spark was
     given) for ``partitions`` and/or ``provider`` as a new committed batch; see the module."""
     started = time.monotonic()
-    ckpt = _Checkpoint(checkpoint, storage_options or {})
+    ckpt = WritableLocation(checkpoint, storage_options or {})
     _refuse_running(spark, ckpt)
     if partitions is not None and partitions < 1:
         raise RockstateError(f"rockstate: partitions must be at least 1, got {partitions}.")
@@ -159,15 +156,15 @@ def rewrite(spark: Any, checkpoint: str, *, partitions: int | None = None,
     stores = _stores(ckpt, read_batch)
     _refuse_unmovable_families(spark, ckpt, stores, confs, before_provider, target)
     if not resumed and (n, target) == (before_n, before_provider):
-        ckpt.retire_partitions(before_n, batch - 1)
+        _retire_partitions(ckpt, before_n, batch - 1)
         raise RockstateError(
             f"rockstate: {checkpoint} already has {n} partitions on {target}; nothing to do.")
     _refuse_state_ids(ckpt, read_batch)
 
     # Folders at or past the count in effect hold no state of batch B: a shrink's leftovers
     # (their move aside was interrupted) or an abandoned rewrite's partial output.
-    ckpt.retire_partitions(before_n, read_batch)
-    ckpt.retire_files_of_other_providers(before_provider, read_batch)
+    _retire_partitions(ckpt, before_n, read_batch)
+    retire_files_of_other_providers(ckpt, before_provider, read_batch)
     ckpt.remove(_STAGING)
     new_confs = dict(confs)
     new_confs[SHUFFLE_PARTITIONS_KEY] = str(n)
@@ -176,20 +173,21 @@ def rewrite(spark: Any, checkpoint: str, *, partitions: int | None = None,
     session = _rewrite_session(spark)
     written = tuple(_rewrite_store(session, ckpt, s, read_batch, batch, n, before_n, staging,
                                    before_provider, target, new_confs) for s in stores)
-    ckpt.move_staged(staging, before_n)
+    _move_staged(ckpt, staging, before_n)
     if not resumed:
         ckpt.publish(f"offsets/{batch}", ckpt.offsets_entry(read_batch, new_confs))
     for op in sorted({s.operator_id for s in stores if s.column_families}):
         ckpt.publish(f"state/{op}/_metadata/v2/{batch}",
-                     ckpt.operator_metadata_with_partitions(op, read_batch, n))
+                     # Spark's offline repartition writes the same for its rewrite batch.
+                     ckpt.operator_metadata(op, read_batch).encode({"numPartitions": n}))
     ckpt.publish(f"commits/{batch}", ckpt.read(f"commits/{read_batch}"))
-    ckpt.retire_partitions(n, batch)
-    ckpt.retire_files_of_other_providers(target, batch)
+    _retire_partitions(ckpt, n, batch)
+    retire_files_of_other_providers(ckpt, target, batch)
     return RewriteResult(checkpoint, read_batch, batch, before_n, n, before_provider, target,
                          written, time.monotonic() - started)
 
 
-def _batches(ckpt: _Checkpoint, partitions: int | None, provider: str | None
+def _batches(ckpt: WritableLocation, partitions: int | None, provider: str | None
              ) -> tuple[int, int, bool]:
     """(B, L, whether L's offset entry exists already: an interrupted rewrite to finish)."""
     committed = ckpt.numbered("commits")
@@ -218,7 +216,7 @@ def _batches(ckpt: _Checkpoint, partitions: int | None, provider: str | None
         "it, then rewrite its state (nothing was written).")
 
 
-def _is_rewrite_batch(ckpt: _Checkpoint, batch: int) -> bool:
+def _is_rewrite_batch(ckpt: WritableLocation, batch: int) -> bool:
     """A batch that reads no input and changes the partition count or provider (Spark's own
     offline repartition makes the same kind of batch)."""
     if batch == 0:
@@ -230,26 +228,26 @@ def _is_rewrite_batch(ckpt: _Checkpoint, batch: int) -> bool:
     return changed and ckpt.offsets_lines(batch - 1)[2:] == ckpt.offsets_lines(batch)[2:]
 
 
-def _stores(ckpt: _Checkpoint, batch: int) -> list[_Store]:
+def _stores(ckpt: WritableLocation, batch: int) -> list[_Store]:
     stores = []
     for op in ckpt.operators():
         meta = ckpt.operator_metadata(op, batch)
-        name = meta["operatorInfo"]["operatorName"]
+        name = meta.operator_name
         if name not in _MOVABLE and name not in _TRANSFORM_WITH_STATE:
             raise RockstateError(
                 f"rockstate: operator {op} ({name}) of {ckpt.url} cannot be rescaled or "
                 "migrated: rockstate moves the state of aggregations, deduplication, session "
                 "windows, stream-stream joins, flatMapGroupsWithState / "
                 "applyInPandasWithState and transformWithState (nothing was written).")
-        for info in meta["stateStoreInfo"]:
-            stores.append(_Store(op, name, info["storeName"], int(info["numColsPrefixKey"])))
+        stores.extend(_Store(op, name, info.name, info.prefix_key_columns)
+                      for info in meta.stores)
     if not stores:
         raise RockstateError(f"rockstate: {ckpt.url} has no stateful operator with operator "
                              f"metadata at batch {batch}; a stateless query needs no rewrite.")
     return stores
 
 
-def _refuse_unmovable_families(spark: Any, ckpt: _Checkpoint, stores: list[_Store],
+def _refuse_unmovable_families(spark: Any, ckpt: WritableLocation, stores: list[_Store],
                                confs: dict[str, str], provider: str, target: str) -> None:
     """transformWithState state moves between rockstate and Spark's RocksDB provider (the
     providers with column families), in Spark's default row encoding; into rockstate from
@@ -284,7 +282,7 @@ def _written_by(name: str, is_dir: bool) -> str | None:
     return "rockstate" if is_dir and name in _ROCKSTATE_DIRS else None
 
 
-def _refuse_state_ids(ckpt: _Checkpoint, batch: int) -> None:
+def _refuse_state_ids(ckpt: WritableLocation, batch: int) -> None:
     entry = json.loads(ckpt.read(f"commits/{batch}").decode().splitlines()[1])
     if entry.get("stateUniqueIds"):
         raise RockstateError(
@@ -301,7 +299,7 @@ def _partition_key(s: _Store, key_fields: list[str]) -> list[str]:
     return key_fields
 
 
-def _rewrite_store(session: Any, ckpt: _Checkpoint, s: _Store, read_batch: int, batch: int,
+def _rewrite_store(session: Any, ckpt: WritableLocation, s: _Store, read_batch: int, batch: int,
                    n: int, new_from: int, staging: str, source: str, provider: str,
                    confs: dict[str, str]) -> StoreRewrite:
     from pyspark.sql import functions as F
@@ -326,13 +324,13 @@ def _rewrite_store(session: Any, ckpt: _Checkpoint, s: _Store, read_batch: int, 
     return _written(s, counts, n)
 
 
-def _rewrite_families(session: Any, ckpt: _Checkpoint, s: _Store, read_batch: int, batch: int,
+def _rewrite_families(session: Any, ckpt: WritableLocation, s: _Store, read_batch: int, batch: int,
                       n: int, new_from: int, staging: str, source: str, provider: str,
                       confs: dict[str, str]) -> StoreRewrite:
     """A transformWithState store: every column family's rows move to the new partition of
     the grouping key in them; within rockstate as stored, else through the providers' API."""
     from rockstate import spark_rocksdb
-    from rockstate.tws import DUMMY_VALUE_SCHEMA, family_layouts, list_families
+    from rockstate.tws import DUMMY_VALUE_SCHEMA, family_layouts
 
     version = read_batch + 1  # the state version batch B committed
     families: set[str] = set()
@@ -347,7 +345,7 @@ def _rewrite_families(session: Any, ckpt: _Checkpoint, s: _Store, read_batch: in
     stored = (source, provider) == (PROVIDER_CLASS, PROVIDER_CLASS)
     key, layouts = family_layouts(
         ckpt.loc, s.operator_id, read_batch, families, declared=source != PROVIDER_CLASS,
-        lists=list_families(ckpt.operator_metadata(s.operator_id, read_batch)))
+        lists=ckpt.operator_metadata(s.operator_id, read_batch).list_variables)
     job = session._jvm.io.rockstate.spark.rewrite.StateRewrite
     common = (session._jsparkSession, ckpt.spark_path("state"), ckpt.spark_path(staging),
               new_from, s.operator_id, s.store_name, batch, provider)
@@ -381,7 +379,7 @@ def _rewrite_session(spark: Any) -> Any:
     return session
 
 
-def _refuse_running(spark: Any, ckpt: _Checkpoint) -> None:
+def _refuse_running(spark: Any, ckpt: WritableLocation) -> None:
     for q in spark.streams.active:
         root = str(q._jsq.streamingQuery().resolvedCheckpointRoot())
         if ckpt.same_location(root):
@@ -390,187 +388,60 @@ def _refuse_running(spark: Any, ckpt: _Checkpoint) -> None:
                 "(nothing was written).")
 
 
-class _Checkpoint:
-    """The checkpoint location (a ``CheckpointLocation``, through fsspec) and the path Spark
-    reads it by."""
+def _move_staged(ckpt: WritableLocation, staging: str, new_from: int) -> None:
+    """Moves the new partitions' folders (``new_from`` and up) from ``staging`` into
+    ``state/``, then removes ``staging``."""
+    root = ckpt.path(staging)
+    for op_dir in (ckpt.fs.ls(root, detail=False) if ckpt.fs.isdir(root) else []):
+        op = posixpath.basename(op_dir.rstrip("/"))
+        for p in ckpt.fs.ls(op_dir, detail=False):
+            part = posixpath.basename(p.rstrip("/"))
+            if part.isdigit() and int(part) >= new_from:
+                ckpt.move_dir(p, ckpt.path(f"state/{op}/{part}"))
+    ckpt.remove(_STAGING)
 
-    def __init__(self, url: str, storage_options: dict[str, Any]) -> None:
-        self.url = url
-        scheme, sep, rest = url.partition("://")
-        if not sep:
-            self.spark_url = "file:" + os.path.abspath(url)
-            fs_url = os.path.abspath(url)
-        elif scheme == "file":
-            self.spark_url, fs_url = url, url
-        else:
-            self.spark_url = url
-            fs_url = ("s3://" + rest) if scheme == "s3a" else url
-        self.loc = CheckpointLocation(fs_url, **storage_options)
-        self.fs = self.loc.fs
-        if not self.fs.isdir(self.path("offsets")):
-            raise RockstateError(f"rockstate: {url} is not a streaming query's checkpoint "
-                                 "location (it has no offsets/ folder).")
-        # Offset log entries read so far (an entry never changes once written).
-        self._entries: dict[int, list[str]] = {}
 
-    def path(self, relative: str) -> str:
-        return self.loc._path(relative)
+def _retire_partitions(ckpt: WritableLocation, n: int, batch: int) -> None:
+    """Moves partition folders ``n`` and up of every operator to
+    ``state/<op>/_retired/<batch>-<partition>``: no state the query reads is there, and
+    Spark's state reader counts partitions by folder."""
+    for op in ckpt.operators():
+        base = ckpt.path(f"state/{op}")
+        for p in ckpt.fs.ls(base, detail=False):
+            name = posixpath.basename(p.rstrip("/"))
+            if name.isdigit() and int(name) >= n and ckpt.fs.isdir(p):
+                target = posixpath.join(base, _RETIRED, f"{batch}-{name}")
+                ckpt.fs.makedirs(posixpath.dirname(target), exist_ok=True)
+                ckpt.move_dir(p, target)
 
-    def spark_path(self, relative: str) -> str:
-        return self.spark_url.rstrip("/") + "/" + relative
 
-    def same_location(self, root: str) -> bool:
-        return root.rstrip("/").split("://")[-1].removeprefix("file:") == \
-            self.spark_url.rstrip("/").split("://")[-1].removeprefix("file:")
-
-    def read(self, relative: str) -> bytes:
-        try:
-            return self.fs.cat_file(self.path(relative))
-        except FileNotFoundError:
-            raise RockstateError(f"rockstate: {self.url} has no {relative}; the checkpoint is "
-                                 "incomplete.") from None
-
-    def numbered(self, folder: str) -> list[int]:
-        return list(log_entries(self.fs, self.path(folder)))
-
-    def offsets_lines(self, batch: int) -> list[str]:
-        if batch not in self._entries:
-            relative = f"offsets/{batch}"
-            self._entries[batch] = entry_lines(self.read(relative), self.path(relative))
-        return self._entries[batch]
-
-    def confs(self, batch: int) -> dict[str, str]:
-        return entry_confs(self.offsets_lines(batch))
-
-    def offsets_entry(self, batch: int, confs: dict[str, str]) -> bytes:
-        """Batch ``batch``'s offset log entry with ``confs``: the same offsets, watermark and
-        timestamp (the rewrite batch reads no input)."""
-        lines = self.offsets_lines(batch)
-        meta = json.loads(lines[1])
-        meta["conf"] = confs
-        return "\n".join([lines[0], json.dumps(meta, separators=(",", ":")), *lines[2:]]
-                         ).encode()
-
-    def operators(self) -> list[int]:
-        return self.loc.operators()
-
-    def operator_metadata(self, op: int, batch: int) -> dict:
-        """The operator's metadata as of ``batch``: the newest versioned (v2, written by
-        transformWithState) entry at or before it, else the one v1 file."""
-        return json.loads(self._operator_metadata_lines(op, batch)[1])
-
-    def operator_metadata_with_partitions(self, op: int, batch: int, n: int) -> bytes:
-        """The operator metadata as of ``batch`` (versioned: transformWithState) with ``n``
-        partitions in each store's entry (Spark's offline repartition writes the same for the
-        rewrite batch)."""
-        lines = self._operator_metadata_lines(op, batch)
-        doc = json.loads(lines[1])
-        for info in doc["stateStoreInfo"]:
-            info["numPartitions"] = n
-        return "\n".join([lines[0], json.dumps(doc, separators=(",", ":"))]).encode()
-
-    def _operator_metadata_lines(self, op: int, batch: int) -> list[str]:
-        """The lines of the operator metadata file in effect at ``batch``: the version, then
-        the JSON document."""
-        v2 = f"state/{op}/_metadata/v2"
-        written = [b for b in self.numbered(v2) if b <= batch]
-        relative = f"{v2}/{max(written)}" if written else f"state/{op}/_metadata/metadata"
-        if not self.fs.exists(self.path(relative)):
-            raise RockstateError(
-                f"rockstate: operator {op} of {self.url} has no operator metadata "
-                f"({relative}); it was written by a Spark older than 4.0 or the query ran with "
-                "spark.sql.streaming.stateStore.stateSchemaCheck off. Run one batch on "
-                "Spark 4 to write it, then rewrite (nothing was written).")
-        return self.read(relative).decode().splitlines()
-
-    def publish(self, relative: str, data: bytes) -> None:
-        """Writes a log entry under a temporary name, then renames it into place: Spark never
-        sees half an entry. An entry that exists already must hold the same bytes."""
-        path = self.path(relative)
-        if self.fs.exists(path):
-            if self.fs.cat_file(path) != data:
-                raise RockstateError(f"rockstate: {self.url} already has a different "
-                                     f"{relative}; another query or rewrite wrote it.")
-            return
-        tmp = self.path(posixpath.join(posixpath.dirname(relative),
-                                       f".{posixpath.basename(relative)}.{uuid.uuid4()}.tmp"))
-        self.fs.pipe_file(tmp, data)
-        self.fs.mv(tmp, path)
-
-    def remove(self, relative: str) -> None:
-        if self.fs.exists(self.path(relative)):
-            self.fs.rm(self.path(relative), recursive=True)
-
-    def move_staged(self, staging: str, new_from: int) -> None:
-        """Moves the new partitions' folders (``new_from`` and up) from ``staging`` into
-        ``state/``, then removes ``staging``."""
-        root = self.path(staging)
-        for op_dir in (self.fs.ls(root, detail=False) if self.fs.isdir(root) else []):
-            op = posixpath.basename(op_dir.rstrip("/"))
-            for p in self.fs.ls(op_dir, detail=False):
-                part = posixpath.basename(p.rstrip("/"))
-                if part.isdigit() and int(part) >= new_from:
-                    self._move_dir(p, self.path(f"state/{op}/{part}"))
-        self.remove(_STAGING)
-
-    def retire_partitions(self, n: int, batch: int) -> None:
-        """Moves partition folders ``n`` and up of every operator to
-        ``state/<op>/_retired/<batch>-<partition>``: no state the query reads is there, and
-        Spark's state reader counts partitions by folder."""
-        for op in self.operators():
-            base = self.path(f"state/{op}")
-            for p in self.fs.ls(base, detail=False):
-                name = posixpath.basename(p.rstrip("/"))
-                if name.isdigit() and int(name) >= n and self.fs.isdir(p):
-                    target = posixpath.join(base, _RETIRED, f"{batch}-{name}")
-                    self.fs.makedirs(posixpath.dirname(target), exist_ok=True)
-                    self._move_dir(p, target)
-
-    def retire_files_of_other_providers(self, provider: str, batch: int) -> None:
-        """Moves what another provider wrote in the partition folders aside, to
-        ``state/<op>/_retired/<batch>-<partition>-<kind>/``: after a migration the old
-        provider's files hold state of batches before it, which the query never reads again
-        and which offline tools must not take for its state. Also done before a rewrite
-        starts, for a migration interrupted after its commit entry."""
-        mine = "rockstate" if provider == PROVIDER_CLASS else "spark"
-        for op in self.operators():
-            base = self.path(f"state/{op}")
-            for p in self.fs.ls(base, detail=False):
-                part = posixpath.basename(p.rstrip("/"))
-                if not (part.isdigit() and self.fs.isdir(p)):
+def retire_files_of_other_providers(ckpt: WritableLocation, provider: str, batch: int) -> None:
+    """Moves what another provider wrote in the partition folders aside, to
+    ``state/<op>/_retired/<batch>-<partition>-<kind>/``: after a migration the old
+    provider's files hold state of batches before it, which the query never reads again
+    and which offline tools must not take for its state. Also done before a rewrite
+    starts, for a migration interrupted after its commit entry."""
+    mine = "rockstate" if provider == PROVIDER_CLASS else "spark"
+    for op in ckpt.operators():
+        base = ckpt.path(f"state/{op}")
+        for p in ckpt.fs.ls(base, detail=False):
+            part = posixpath.basename(p.rstrip("/"))
+            if not (part.isdigit() and ckpt.fs.isdir(p)):
+                continue
+            folders = [p] + [d for d in ckpt.fs.ls(p, detail=False) if ckpt.fs.isdir(d)
+                             and posixpath.basename(d.rstrip("/")) not in
+                             _SPARK_DIRS | _ROCKSTATE_DIRS | {"_metadata"}]
+            entries = [e for folder in folders for e in ckpt.fs.ls(folder, detail=True)]
+            for entry in entries:
+                path = entry["name"].rstrip("/")
+                is_dir = entry.get("type") == "directory"
+                kind = _written_by(posixpath.basename(path), is_dir)
+                if kind is None or kind == mine:
                     continue
-                folders = [p] + [d for d in self.fs.ls(p, detail=False) if self.fs.isdir(d)
-                                 and posixpath.basename(d.rstrip("/")) not in
-                                 _SPARK_DIRS | _ROCKSTATE_DIRS | {"_metadata"}]
-                entries = [e for folder in folders for e in self.fs.ls(folder, detail=True)]
-                for entry in entries:
-                    path = entry["name"].rstrip("/")
-                    is_dir = entry.get("type") == "directory"
-                    kind = _written_by(posixpath.basename(path), is_dir)
-                    if kind is None or kind == mine:
-                        continue
-                    target = posixpath.join(base, _RETIRED, f"{batch}-{part}-{kind}",
-                                            posixpath.relpath(path, p))
-                    self.fs.makedirs(posixpath.dirname(target), exist_ok=True)
-                    if is_dir:
-                        self._move_dir(path, target)
-                    else:
-                        self.fs.mv(path, target)
-
-    def _move_dir(self, source: str, target: str) -> None:
-        """Moves a folder: one rename on a local disk; file by file (copy, then delete the
-        source) on an object store, where a move interrupted midway is completed by the next
-        run."""
-        local = "file" in (self.fs.protocol if isinstance(self.fs.protocol, tuple)
-                           else (self.fs.protocol,))
-        if local and not self.fs.exists(target):
-            self.fs.mv(source, target, recursive=True)
-            return
-        self.fs.invalidate_cache()  # Spark wrote these files, not this file system object
-        for path, info in self.fs.find(source, detail=True).items():
-            if info.get("type") != "file" or path.endswith("/"):
-                continue  # a directory marker object (Hadoop's s3a writes them)
-            dest = posixpath.join(target, posixpath.relpath(path, source))
-            if not self.fs.exists(dest):
-                self.fs.cp_file(path, dest)
-        self.fs.rm(source, recursive=True)
+                target = posixpath.join(base, _RETIRED, f"{batch}-{part}-{kind}",
+                                        posixpath.relpath(path, p))
+                ckpt.fs.makedirs(posixpath.dirname(target), exist_ok=True)
+                if is_dir:
+                    ckpt.move_dir(path, target)
+                else:
+                    ckpt.fs.mv(path, target)

@@ -32,8 +32,9 @@ from typing import Any
 
 from rockstate.checkpoint_path import relative_path
 from rockstate.errors import CorruptCheckpointError, RockstateError
-from rockstate.location import CheckpointLocation, StoreRef
+from rockstate.location import CheckpointLocation, StoreRef, open_location
 from rockstate.offsets import log_entries
+from rockstate.operator_metadata import parse_operator_metadata
 from rockstate.staged_target import StagedTarget
 
 SAVEPOINT_FILE = "_savepoint.json"
@@ -70,7 +71,7 @@ class Savepoint:
 
 def last_committed_batch(loc: CheckpointLocation) -> int:
     """The newest batch with a commit log entry; an error when there is none."""
-    commits = log_entries(loc.fs, loc._path("commits"))
+    commits = log_entries(loc.fs, loc.path("commits"))
     if not commits:
         raise RockstateError(f"{loc.url} has no committed batch (commits/ is empty); run the "
                              "query until a batch commits, then take the savepoint.")
@@ -106,7 +107,7 @@ def savepoint(source: Any, target: str, *,
     they are copied; that fails loudly and a second attempt takes a newer batch.)"""
     if hasattr(source, "_jsq"):
         source = checkpoint_of(source)
-    loc = _location(source, storage_options or {})
+    loc = open_location(source, storage_options or {})
     batch = last_committed_batch(loc)
     plan = _files_of(loc, batch)
     staged = StagedTarget(target, loc.url, "savepoint", target_options)
@@ -128,7 +129,7 @@ def savepoint(source: Any, target: str, *,
     except BaseException:
         staged.abandon()
         raise
-    problems = check_savepoint(target, **(target_options or {}))
+    problems = check_savepoint(target, target_options)
     if problems:
         raise CorruptCheckpointError(f"the savepoint written to {target} does not read back: "
                                      + "; ".join(problems[:5]))
@@ -153,16 +154,17 @@ def _check_against_manifest(loc: CheckpointLocation, rel: str, data: bytes,
     size, crc = expected
     if len(data) != size or zlib.crc32(data) != crc:
         raise CorruptCheckpointError(
-            f"{loc._path(rel)} is damaged in the checkpoint: {len(data)} bytes with CRC32 "
+            f"{loc.path(rel)} is damaged in the checkpoint: {len(data)} bytes with CRC32 "
             f"{zlib.crc32(data)}, its store's manifest records {size} bytes with CRC32 {crc}. "
             "Nothing was saved; restore the file from a backup, or run `rockstate verify` to "
             "see what else is damaged.")
 
 
-def read_savepoint(location: str | CheckpointLocation, **storage_options: Any) -> Savepoint:
+def read_savepoint(location: str | CheckpointLocation,
+                   storage_options: dict[str, Any] | None = None) -> Savepoint:
     """The savepoint at ``location``; an error if it is not one (or was not finished)."""
-    loc = _location(location, storage_options)
-    path = loc._path(SAVEPOINT_FILE)
+    loc = open_location(location, storage_options)
+    path = loc.path(SAVEPOINT_FILE)
     try:
         doc = json.loads(loc.fs.cat_file(path))
     except FileNotFoundError:
@@ -197,13 +199,14 @@ def read_savepoint(location: str | CheckpointLocation, **storage_options: Any) -
 
 
 def is_savepoint(location: CheckpointLocation) -> bool:
-    return bool(location.fs.exists(location._path(SAVEPOINT_FILE)))
+    return bool(location.fs.exists(location.path(SAVEPOINT_FILE)))
 
 
-def check_savepoint(location: str | CheckpointLocation, **storage_options: Any) -> list[str]:
+def check_savepoint(location: str | CheckpointLocation,
+                    storage_options: dict[str, Any] | None = None) -> list[str]:
     """Problems of the savepoint at ``location`` (none: sound): every file it lists is there
     with its size and CRC32, and every store's version holds all it needs."""
-    loc = _location(location, storage_options)
+    loc = open_location(location, storage_options)
     sp = read_savepoint(loc)
     problems = []
     for f in sp.files:
@@ -238,12 +241,6 @@ def check_savepoint(location: str | CheckpointLocation, **storage_options: Any) 
     return problems
 
 
-def _location(location: str | CheckpointLocation, options: dict[str, Any]
-              ) -> CheckpointLocation:
-    return location if isinstance(location, CheckpointLocation) else CheckpointLocation(
-        location, **options)
-
-
 def restore(savepoint_url: str, checkpoint: str, *, new_query_id: bool = True,
             storage_options: dict[str, Any] | None = None,
             target_options: dict[str, Any] | None = None) -> str:
@@ -251,11 +248,11 @@ def restore(savepoint_url: str, checkpoint: str, *, new_query_id: bool = True,
     first, and returns it: start the query with it as its checkpointLocation. The savepoint
     is only read. ``new_query_id``: the restored query gets an id of its own (Spark's
     ``metadata``), so it can run beside the original and other forks."""
-    problems = check_savepoint(savepoint_url, **(storage_options or {}))
+    problems = check_savepoint(savepoint_url, storage_options)
     if problems:
         raise CorruptCheckpointError(f"the savepoint {savepoint_url} is damaged: "
                                      + "; ".join(problems[:5]))
-    src = _location(savepoint_url, storage_options or {})
+    src = open_location(savepoint_url, storage_options or {})
     sp = read_savepoint(src)
     listed = {f.path for f in sp.files}
     if "metadata" not in listed:
@@ -266,7 +263,7 @@ def restore(savepoint_url: str, checkpoint: str, *, new_query_id: bool = True,
         for f in sp.files:
             data = src.read_file(f.path, f"the savepoint of batch {sp.batch_id}")
             if len(data) != f.size or zlib.crc32(data) != f.crc32:
-                raise CorruptCheckpointError(f"{src._path(f.path)} changed while it was "
+                raise CorruptCheckpointError(f"{src.path(f.path)} changed while it was "
                                              "restored; the savepoint must not be modified.")
             if f.path == "metadata" and new_query_id:
                 # Stays the same when an interrupted restore into an object store resumes.
@@ -292,23 +289,18 @@ def _relocated_schema_paths(data: bytes, checkpoint: str, where: str,
     original's files (and fail once it is gone). The path inside the checkpoint is what
     follows ``state/<op>/_stateSchema/`` (the checkpoint's own root may hold ``/state/``
     too), and it must be a file the savepoint holds."""
-    head, _, body = data.decode().partition("\n")
-    try:
-        doc = json.loads(body)
-        for info in doc.get("stateStoreInfo", []):
-            paths = []
-            for p in info.get("stateSchemaFilePaths", []):
-                m = _SCHEMA_RELATIVE.search(p)
-                relative = m.group(1) if m else None
-                if relative is None or relative_path(relative, where) not in listed:
-                    raise CorruptCheckpointError(
-                        f"{where} in the savepoint names the state schema file {p!r}, which "
-                        "is not one of the savepoint's files; it is damaged.")
-                paths.append(_spark_path(checkpoint, relative, p))
-            info["stateSchemaFilePaths"] = paths
-    except (ValueError, AttributeError, TypeError) as e:
-        raise CorruptCheckpointError(f"{where} in the savepoint is damaged ({e}).") from None
-    return (head + "\n" + json.dumps(doc, separators=(",", ":"))).encode()
+    meta = parse_operator_metadata(data, f"{where} in the savepoint")
+    relocated = {}
+    for info in meta.stores:
+        for p in info.schema_paths:
+            m = _SCHEMA_RELATIVE.search(p)
+            relative = m.group(1) if m else None
+            if relative is None or relative_path(relative, where) not in listed:
+                raise CorruptCheckpointError(
+                    f"{where} in the savepoint names the state schema file {p!r}, which "
+                    "is not one of the savepoint's files; it is damaged.")
+            relocated[p] = _spark_path(checkpoint, relative, p)
+    return meta.encode(schema_paths=relocated)
 
 
 def _spark_path(checkpoint: str, relative: str, recorded: str) -> str:
@@ -350,7 +342,7 @@ def _files_of(loc: CheckpointLocation, batch: int) -> dict[str, tuple[int, int] 
     """Every path (relative to the checkpoint) restarting after ``batch`` needs, with the size
     and CRC32 a rockstate store's manifest records for it (None: nothing records one)."""
     out: list[str] = ["metadata"]
-    logs = {log: log_entries(loc.fs, loc._path(log)) for log in ("offsets", "commits")}
+    logs = {log: log_entries(loc.fs, loc.path(log)) for log in ("offsets", "commits")}
     for log, entries in logs.items():
         out += [f"{log}/{name}" for n, name in sorted(entries.items()) if n <= batch]
     if batch not in logs["offsets"]:
@@ -363,7 +355,7 @@ def _files_of(loc: CheckpointLocation, batch: int) -> dict[str, tuple[int, int] 
         base = f"state/{op}"
         out += _batch_files(loc, f"{base}/_metadata", batch)
         out += _batch_files(loc, f"{base}/_stateSchema", batch)
-        for part in loc._dirs(loc._path(base)):
+        for part in loc.subfolders(loc.path(base)):
             if not part.isdigit():
                 continue
             expected.update(_partition_files(loc, f"{base}/{part}", rockstate_stores,
@@ -374,7 +366,7 @@ def _files_of(loc: CheckpointLocation, batch: int) -> dict[str, tuple[int, int] 
 def _batch_files(loc: CheckpointLocation, top: str, batch: int) -> list[str]:
     """Files under ``top`` written for batches up to ``batch`` (named ``<n>``, ``<n>.compact``,
     ``<n>_<uuid>``), and any file not named by a batch."""
-    path = loc._path(top)
+    path = loc.path(top)
     if not loc.fs.isdir(path):
         return []
     out = []
@@ -388,7 +380,7 @@ def _batch_files(loc: CheckpointLocation, top: str, batch: int) -> list[str]:
 
 def _partition_files(loc: CheckpointLocation, part: str, rockstate_stores: dict[str, StoreRef],
                      version: int) -> dict[str, tuple[int, int] | None]:
-    path = loc._path(part)
+    path = loc.path(part)
     stores = [s for p, s in rockstate_stores.items()
               if p == path or posixpath.dirname(p) == path]
     out: dict[str, tuple[int, int] | None] = {}

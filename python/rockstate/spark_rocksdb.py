@@ -38,10 +38,10 @@ _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 def partitions(loc: CheckpointLocation, operator: int, store: str) -> dict[int, str]:
     """Partition directories Spark's provider wrote (with ``.zip`` or ``.changelog`` files)."""
     out = {}
-    for part in loc._dirs(loc._path("state", str(operator))):
+    for part in loc.subfolders(loc.path("state", str(operator))):
         if not part.isdigit():
             continue
-        path = loc._path("state", str(operator), part,
+        path = loc.path("state", str(operator), part,
                          *([] if store == DEFAULT_STORE else [store]))
         if loc.fs.isdir(path) and any(p.endswith((".zip", ".changelog"))
                                       for p in loc.fs.ls(path, detail=False)):

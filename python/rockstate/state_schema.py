@@ -57,9 +57,9 @@ def v2_schemas(loc: CheckpointLocation, operator: int,
     ``writeUTF`` chunks).
     """
     parts = ["state", str(operator), "0"] + ([] if store == DEFAULT_STORE else [store])
-    path = loc._path(*parts, "_metadata", "schema")
+    path = loc.path(*parts, "_metadata", "schema")
     if not loc.fs.exists(path):
-        v3 = loc._path("state", str(operator), "_stateSchema")
+        v3 = loc.path("state", str(operator), "_stateSchema")
         hint = (" Spark wrote a v3 schema (_stateSchema/), which this reader does not read yet."
                 if loc.fs.exists(v3) else "")
         raise RockstateError(f"no state schema for operator {operator} store {store} at "
@@ -83,7 +83,7 @@ def family_schemas(loc: CheckpointLocation, operator: int, store: str = "default
                    batch: int | None = None) -> dict[str, FamilySchema]:
     """Every column family's schemas, from the newest schema file (format v3), or the newest
     one written at or before ``batch``."""
-    top = loc._path("state", str(operator), "_stateSchema", store)
+    top = loc.path("state", str(operator), "_stateSchema", store)
     # Spark names each schema file <batch>_<uuid>; anything else there is not one of them.
     numbered = {p: int(posixpath.basename(p).split("_")[0])
                 for p in (loc.fs.ls(top, detail=False) if loc.fs.isdir(top) else [])

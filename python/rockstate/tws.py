@@ -21,7 +21,6 @@ Encodings, after the family id (each row is one version byte and an UnsafeRow):
 from __future__ import annotations
 
 import json
-import posixpath
 import struct
 from typing import Any
 
@@ -29,37 +28,27 @@ import pyarrow as pa
 
 from rockstate.errors import CorruptCheckpointError, RockstateError
 from rockstate.location import CheckpointLocation
+from rockstate.operator_metadata import OperatorMetadata, read_operator_metadata
 from rockstate.state_schema import FamilySchema, family_schemas
 from rockstate.unsaferow import decode_rows
 
 ROW = 1  # the version byte before every row
 
 
-def operator_metadata(loc: CheckpointLocation, operator: int) -> dict:
-    """Spark's operator metadata (v2, newest batch), with its properties parsed."""
-    top = loc._path("state", str(operator), "_metadata", "v2")
-    files = sorted((p for p in (loc.fs.ls(top, detail=False) if loc.fs.isdir(top) else [])
-                    if posixpath.basename(p).isdigit()), key=lambda p: int(posixpath.basename(p)))
-    if not files:
-        raise RockstateError(f"operator {operator} has no v2 operator metadata ({top}); it "
-                             "is not a transformWithState operator.")
-    try:
-        doc = json.loads(loc.fs.cat_file(files[-1]).decode("utf-8").split("\n", 1)[1])
-        doc["properties"] = json.loads(doc.get("operatorPropertiesJson") or "{}")
-        if not all(isinstance(v, dict) and isinstance(v.get("stateName"), str)
-                   and isinstance(v.get("stateVariableType"), str)
-                   for v in doc["properties"].get("stateVariables", [])):
-            raise ValueError("a state variable without a name or a kind")
-    except (IndexError, ValueError, AttributeError, TypeError) as e:
-        raise CorruptCheckpointError(f"operator metadata {files[-1]} is damaged ({e}).") \
-            from None
-    return doc
+def operator_metadata(loc: CheckpointLocation, operator: int) -> OperatorMetadata:
+    """Spark's operator metadata of a transformWithState operator (v2, newest batch)."""
+    meta = read_operator_metadata(loc, operator)
+    if meta is None or meta.format_line != "v2":
+        raise RockstateError(
+            f"operator {operator} has no v2 operator metadata "
+            f"({loc.path('state', str(operator), '_metadata', 'v2')}); it is not a "
+            "transformWithState operator.")
+    return meta
 
 
 def state_variables(loc: CheckpointLocation, operator: int) -> dict[str, str]:
     """State variable name -> kind (ValueState, ListState, MapState)."""
-    props = operator_metadata(loc, operator)["properties"]
-    return {v["stateName"]: v["stateVariableType"] for v in props.get("stateVariables", [])}
+    return operator_metadata(loc, operator).state_variables
 
 
 def _sub_schema(schema: dict, fields: slice) -> dict:
@@ -171,13 +160,6 @@ def grouping_key_path(family: FamilySchema, grouping: dict) -> list[int]:
             f"where its key encoding puts it (its key is {json.dumps(_shape(family.key))}); "
             "rockstate cannot place its keys (nothing was written).")
     return path
-
-
-def list_families(metadata: dict) -> set[str]:
-    """The list state variables (several values per key) in an operator's metadata."""
-    props = json.loads(metadata.get("operatorPropertiesJson") or "{}")
-    return {v["stateName"] for v in props.get("stateVariables", [])
-            if v.get("stateVariableType") == "ListState"}
 
 
 def family_layouts(loc: CheckpointLocation, operator: int, batch: int, families: set[str],

@@ -13,11 +13,12 @@ import posixpath
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
-from rockstate.checkpoints import parse_checkpoint_metadata
+from rockstate.checkpoint_model import parse_checkpoint_metadata
 from rockstate.errors import CorruptCheckpointError
 from rockstate.format import SnapshotManifest, changelog_records, changes_of
-from rockstate.location import CheckpointLocation, StoreRef, VersionEntry
+from rockstate.location import CheckpointLocation, StoreRef, VersionEntry, open_location
 from rockstate.savepoint import check_savepoint, is_savepoint, read_savepoint
 
 
@@ -58,8 +59,9 @@ class VerifyReport:
 
 
 def verify(location: str | CheckpointLocation,
-           progress: Callable[[str], None] | None = None) -> VerifyReport:
-    loc = location if isinstance(location, CheckpointLocation) else CheckpointLocation(location)
+           progress: Callable[[str], None] | None = None,
+           storage_options: dict[str, Any] | None = None) -> VerifyReport:
+    loc = open_location(location, storage_options)
     report = VerifyReport(loc.url)
     if is_savepoint(loc):
         return _verify_savepoint(loc, report)

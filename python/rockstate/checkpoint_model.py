@@ -1,32 +1,19 @@
-"""Checkpoints as the driver's coordinator completes them, seen from Python.
-
-``rockstate.checkpoints(query)`` asks the running driver (pending, completed and aborted
-checkpoints of the query's current run); ``rockstate.checkpoints("s3://bucket/query")`` reads
-the completed ones from the checkpoint location with fsspec, no Spark needed. The metadata
-file format is described in docs/checkpoint-format.md.
+"""A query's checkpoints as values: what the driver's coordinator completes, records as aborted
+or still waits for, and the parsers of the files and documents that describe them (their format
+is in docs/checkpoint-format.md). Nothing here talks to Spark: the live view
+(``rockstate.live_view``) and the checkpoint location (``rockstate.location``) build on it.
 """
 
 from __future__ import annotations
 
-import json
-import logging
-import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from rockstate.errors import CorruptCheckpointError, RockstateSetupError
+from rockstate.errors import CorruptCheckpointError
 from rockstate.format import load_document
-
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-    from pyspark.sql.streaming import StreamingQuery
-
-    from rockstate.location import CheckpointLocation
 
 METADATA_FORMAT_VERSION = 1
 ABORT_RECORD_FORMAT_VERSION = 1
-_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -129,7 +116,7 @@ class QueryCheckpoints:
                             key=lambda c: (c.version, c.triggered_at_ms or 0)))
 
     def _repr_html_(self) -> str:
-        from rockstate.notebook import checkpoints_html
+        from rockstate.checkpoint_html import checkpoints_html
 
         return checkpoints_html(self)
 
@@ -147,7 +134,8 @@ def _store_ack(doc: dict) -> StoreAck:
         num_keys=int(f["numKeys"]), acked_at_ms=int(doc["ackedAtMs"]))
 
 
-def _completed(doc: dict) -> Checkpoint:
+def parse_completed(doc: dict) -> Checkpoint:
+    """A completed checkpoint's document (a ``_metadata`` file's, or the driver's)."""
     return Checkpoint(
         version=int(doc["version"]), status="completed",
         stores=tuple(_store_ack(s) for s in doc["stores"]),
@@ -159,7 +147,7 @@ def parse_checkpoint_metadata(data: bytes, where: str) -> Checkpoint:
     """A completed checkpoint's ``_metadata`` file; a damaged one is an error naming it."""
     doc = load_document(data, where, METADATA_FORMAT_VERSION, "checkpoint metadata")
     try:
-        return _completed(doc)
+        return parse_completed(doc)
     except (KeyError, TypeError, ValueError) as e:
         raise CorruptCheckpointError(
             f"checkpoint metadata {where} is missing or has a bad field ({e!r}).") from None
@@ -179,12 +167,13 @@ def parse_abort_record(data: bytes, where: str) -> Checkpoint:
             f"aborted checkpoint record {where} is missing or has a bad field ({e!r}).") from None
 
 
-def _from_view(doc: dict) -> QueryCheckpoints:
+def parse_live_view(doc: dict) -> QueryCheckpoints:
+    """The driver coordinator's view of one run (``checkpointsJson``), as a document."""
     return QueryCheckpoints(
         location=doc["checkpointRoot"], run_id=doc["runId"], query_id=doc["queryId"],
         snapshot_interval=int(doc["snapshotInterval"]),
         expected_stores=int(doc["expectedStores"]),
-        completed=tuple(_completed(c) for c in doc["completed"]),
+        completed=tuple(parse_completed(c) for c in doc["completed"]),
         pending=tuple(
             Checkpoint(version=int(p["version"]), status="pending",
                        stores=tuple(_store_ack(s) for s in p["stores"]),
@@ -199,89 +188,3 @@ def _from_view(doc: dict) -> QueryCheckpoints:
             for a in doc["aborted"]),
         consecutive_failures=int(doc["consecutiveFailures"]),
         failure=doc.get("failure"), untracked_reason=doc.get("untrackedReason"))
-
-
-def _plugin(spark: SparkSession | None = None) -> Any:
-    from pyspark import SparkContext
-
-    sc = spark.sparkContext if spark is not None else SparkContext._active_spark_context
-    if sc is None:
-        raise RockstateSetupError("no SparkContext is running in this Python process; give "
-                                  "checkpoints() the checkpoint location instead.")
-    jvm = sc._jvm  # type: ignore[attr-defined]
-    from rockstate.session import bind_thread
-
-    bind_thread(jvm)
-    plugin = jvm.io.rockstate.plugin.RockstateDriverPlugin
-    if not plugin.coordinatorRunning():
-        raise RockstateSetupError(
-            "the rockstate checkpoint coordinator is not running in this driver; create the "
-            "session with rockstate.configure(builder) (it adds spark.plugins="
-            "io.rockstate.plugin.RockstatePlugin).")
-    return plugin
-
-
-def checkpoints(source: StreamingQuery | str | CheckpointLocation) -> QueryCheckpoints:
-    """The checkpoints of a running query, or the completed ones at a checkpoint location."""
-    if hasattr(source, "runId") and hasattr(source, "lastProgress"):
-        query: Any = source
-        plugin = _plugin()
-        text = plugin.checkpointsJson(str(query.runId))
-        if text == "null":  # no store of this run has acknowledged anything yet
-            return QueryCheckpoints(location="", run_id=str(query.runId),
-                                    query_id=str(query.id))
-        return _from_view(json.loads(text))
-    from rockstate.location import CheckpointLocation
-
-    loc = source if isinstance(source, CheckpointLocation) else CheckpointLocation(str(source))
-    return QueryCheckpoints(location=loc.url, completed=tuple(loc.checkpoints()),
-                            aborted=tuple(loc.aborted_checkpoints()))
-
-
-class CheckpointWatcher:
-    """Calls ``callback(checkpoint)`` for each checkpoint the driver completes; ``stop()`` ends it.
-
-    The driver cannot call into Python, so a daemon thread asks it every ``poll_seconds``.
-    """
-
-    def __init__(self, spark: SparkSession, callback: Callable[[Checkpoint], None],
-                 poll_seconds: float = 0.5) -> None:
-        self._plugin = _plugin(spark)
-        self._jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
-        self._callback = callback
-        self._poll = poll_seconds
-        self._stop = threading.Event()
-        # Only completions from now on.
-        seen = json.loads(self._plugin.completedSinceJson(-1))
-        self._after = max((s for s, _, _ in seen), default=0)
-        self._thread = threading.Thread(target=self._run, name="rockstate-checkpoint-watcher",
-                                        daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        from rockstate.session import bind_thread
-
-        bind_thread(self._jvm)  # this thread's Java peer must see rockstate's classes too
-        while not self._stop.wait(self._poll):
-            try:
-                self.poll_once()
-            except Exception:  # a dead driver or a failing callback must not end the thread
-                _log.exception("rockstate checkpoint watcher: polling the driver failed")
-
-    def poll_once(self) -> None:
-        for seq, run_id, version in json.loads(self._plugin.completedSinceJson(self._after)):
-            self._after = seq
-            view = json.loads(self._plugin.checkpointsJson(run_id))
-            found = [c for c in (view or {}).get("completed", []) if c["version"] == version]
-            if found:  # dropped by retention already if not
-                self._callback(_completed(found[0]))
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-
-
-def on_checkpoint_complete(spark: SparkSession, callback: Callable[[Checkpoint], None],
-                           poll_seconds: float = 0.5) -> CheckpointWatcher:
-    """Invokes ``callback`` with each checkpoint completed from now on, for every query."""
-    return CheckpointWatcher(spark, callback, poll_seconds)
