@@ -25,8 +25,8 @@ the case where each store's fixed cost (open, load, commit, maintenance) dominat
         --providers rockstate,spark-rocksdb-changelog
 
 ``--s3`` puts every checkpoint on an S3 API server (moto, reached through Hadoop's s3a; the
-jars come from Maven Central, as in the tests: tests/s3.py), where a new file is one PUT and a
-rename a copy plus a delete:
+jars come from Maven Central, as in the tests: tests/support/s3.py), where a new file is one
+PUT and a rename a copy plus a delete:
 
     python bench/provider_bench.py --keys 20000 --changed 2000 --batches 8 --s3 \
         --providers rockstate,spark-rocksdb-changelog
@@ -318,7 +318,7 @@ def main() -> int:
     server = None
     if args.s3:
         sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-        from s3 import S3Server
+        from support.s3 import S3Server
 
         server = S3Server(process=True).start()
         conf = server.spark_conf()

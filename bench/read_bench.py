@@ -9,15 +9,31 @@ snapshot plus a changelog. Then the same state is read twice, into Arrow: by Spa
 ``rockstate.read_state`` (no JVM). Both must return the same number of rows; the script
 prints each one's best wall time of ``--repeat`` runs and their ratio. Nothing is asserted
 on time: the machines are shared.
+
+Then the memory of ``rockstate.export`` against ``rockstate.read_state`` of the same state,
+each in a fresh process (peak resident set, ``ru_maxrss``): export reads and writes one
+partition at a time, so its peak follows the largest partition, not the whole state.
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
+
+# Run in a fresh interpreter: prints the call's peak resident set in MiB (Linux: KiB units).
+_PEAK = ("import resource, sys, rockstate; {call}; "
+         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)")
+
+
+def _peak_mib(call: str, *args: str) -> float:
+    done = subprocess.run([sys.executable, "-c", _PEAK.format(call=call), *args],
+                          capture_output=True, text=True, check=True)
+    return float(done.stdout.strip().splitlines()[-1])
 
 
 def main() -> int:
@@ -75,6 +91,11 @@ def main() -> int:
             best = min(best, time.perf_counter() - start)
         timings[name], rows[name] = best, table.num_rows
     spark.stop()
+    baseline = _peak_mib("import pyarrow.parquet, rocksdict")
+    read_peak = _peak_mib("rockstate.read_state(sys.argv[1])", str(checkpoint))
+    export_peak = _peak_mib("rockstate.export(sys.argv[1], sys.argv[2])", str(checkpoint),
+                            str(work / "export"))
+    exported = sum(f.stat().st_size for f in (work / "export").rglob("*.parquet"))
     if args.keep:
         print(f"checkpoint kept at {checkpoint}")
     else:
@@ -87,6 +108,11 @@ def main() -> int:
         print(f"{name:22} best of {args.repeat}: {t:7.2f} s  ({rows[name] / t:,.0f} rows/s)")
     ratio = timings["rockstate.read_state"] / timings["spark statestore"]
     print(f"rockstate.read_state / spark statestore time: {ratio:.2f}")
+    print(f"peak RSS (MiB): interpreter with pyarrow and rocksdict {baseline:.0f}, "
+          f"read_state (whole state) {read_peak:.0f}, export ({args.partitions} partitions, "
+          f"one at a time) {export_peak:.0f}; parquet written {exported / 2**20:.1f} MiB")
+    print(f"export peak above the interpreter / read_state's: "
+          f"{(export_peak - baseline) / max(1.0, read_peak - baseline):.2f}")
     return 0
 
 

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from support.testkit_jar import testkit_jar
+
 # Python workers run this interpreter: a `python3` off PATH may carry another pyspark line.
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 # local-cluster workers write executor logs under SPARK_HOME/work unless told otherwise.
@@ -29,32 +31,17 @@ METRICS_DIR = os.environ.setdefault("ROCKSTATE_TEST_METRICS_DIR",
                                     tempfile.mkdtemp(prefix="rockstate-metrics-"))
 
 
-SCALA_FIXTURES = Path(__file__).resolve().parent.parent / "jvm-shim" / "src" / "test" / "scala" \
-    / "io" / "rockstate" / "tws"
-
-
-def scala_fixtures_jar() -> Path:
-    """The suites' Scala code (the Scala transformWithState processor), compiled for the
-    installed Spark line; it must be on the JVM's class path from the start."""
-    from rockstate import build
-
-    jar = Path(tempfile.mkdtemp(prefix="rockstate-test-jar-")) / "rockstate-test-fixtures.jar"
-    return build.compile_jar(sorted(SCALA_FIXTURES.glob("*.scala")), jar,
-                             "Manifest-Version: 1.0\nCreated-By: rockstate tests\n")
-
-
 class Sessions:
     def __init__(self) -> None:
         self.kind: str | None = None
         self.session = None
         self._s3 = None
-        self._fixtures_jar: Path | None = None
 
     @property
     def s3(self):
         """The S3 API server every session of this run can reach (started on first use)."""
         if self._s3 is None:
-            from s3 import S3Server
+            from support.s3 import S3Server
 
             self._s3 = S3Server().start()
         return self._s3
@@ -87,9 +74,7 @@ class Sessions:
             builder = (builder.config(sink + "class", "org.apache.spark.metrics.sink.CsvSink")
                        .config(sink + "period", "2").config(sink + "unit", "seconds")
                        .config(sink + "directory", METRICS_DIR))
-        if self._fixtures_jar is None:
-            self._fixtures_jar = scala_fixtures_jar()
-        builder = builder.config("spark.jars", str(self._fixtures_jar))
+        builder = builder.config("spark.jars", str(testkit_jar()))
         builder = self.s3.configure(builder)  # both add to spark.jars
         self.session = rockstate.configure(
             builder, blockCacheSizeMB=32, snapshotInterval=2).getOrCreate()

@@ -17,8 +17,8 @@ import pytest
 from pyspark.sql import functions as F
 
 import rockstate
-from streams import assert_same_as_oracle, run_stream
-from test_operators import BATCHES, SCHEMA, _join, _sided
+from support.queries import BATCHES, SCHEMA, join, sided
+from support.streams import assert_same_as_oracle, run_stream
 
 FORMAT_2 = {"spark.sql.streaming.stateStore.checkpointFormatVersion": "2"}
 
@@ -45,7 +45,7 @@ def _version_files(checkpoint: Path) -> set[str]:
     ("session", lambda s: s.withWatermark("ts", "5 minutes")
      .groupBy(F.session_window("ts", "3 minutes"), "key").agg(F.sum("value").alias("total")),
      BATCHES, "append", 1, ({},)),
-    ("join", _join("inner"), _sided(BATCHES), "append", 2,
+    ("join", join("inner"), sided(BATCHES), "append", 2,
      ({"joinSide": "left"}, {"joinSide": "right"})),
 ])
 def test_format_2_matches_the_oracle_and_records_rockstate_ids(
@@ -62,9 +62,9 @@ def test_format_2_matches_the_oracle_and_records_rockstate_ids(
 
 @pytest.mark.slow
 def test_format_2_survives_an_executor_kill(cluster_spark, workdir: Path):
-    from test_cluster import _run_with_kill
+    from support.executors import run_with_executor_kill
 
-    mine = _run_with_kill(cluster_spark, workdir, "ids-kill", n=6, kill_before=3,
+    mine = run_with_executor_kill(cluster_spark, workdir, "ids-kill", n=6, kill_before=3,
                           confs=FORMAT_2)
     assert all(_recorded_ids(Path(mine.checkpoint)).values())
 

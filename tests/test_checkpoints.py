@@ -16,8 +16,9 @@ import pytest
 from pyspark.sql import functions as F
 
 import rockstate
-from streams import HDFS, assert_checkpoint_sound, assert_same_outputs, run_stream
-from test_cluster import _kill_an_executor, _wait_for
+from support.executors import kill_an_executor
+from support.polling import wait_for
+from support.streams import HDFS, assert_checkpoint_sound, assert_same_outputs, run_stream
 
 SETTING = "spark.sql.streaming.stateStore.rockstate."
 SCHEMA = "key STRING, value INT, ts TIMESTAMP"
@@ -69,7 +70,7 @@ def test_two_operators_four_partitions_complete_checkpoints_of_eight_stores(
     def last_view(i: int, query) -> None:
         if i == len(batches) - 1:
             # Snapshots upload after the commit; wait for the last one to be acknowledged.
-            views["final"] = _wait_for(
+            views["final"] = wait_for(
                 lambda: (v := rockstate.checkpoints(query)).latest is not None
                 and v.latest.version == 6 and v, "checkpoint 6 to complete")
 
@@ -77,7 +78,7 @@ def test_two_operators_four_partitions_complete_checkpoints_of_eight_stores(
         mine = run_stream(spark, rockstate.PROVIDER_CLASS, _two_operators, batches,
                           workdir=workdir, name="ck", schema=SCHEMA, confs=confs,
                           after_batch=last_view)
-        _wait_for(lambda: 6 in {c.version for c in called}, "the callback for checkpoint 6")
+        wait_for(lambda: 6 in {c.version for c in called}, "the callback for checkpoint 6")
     finally:
         watcher.stop()
     assert_same_outputs(oracle, mine)
@@ -133,11 +134,11 @@ def test_executor_killed_mid_snapshot_its_checkpoint_never_completes(cluster_spa
 
     def before(i: int) -> None:
         if i == 2:
-            _kill_an_executor(app_id, killed)
+            kill_an_executor(app_id, killed)
         if i > 2 and i % 2 == 1 and queries:
             # Batch i commits version i + 1, a checkpoint: let the previous one's uploads
             # finish first, so no store declines it for being still busy.
-            _wait_for(lambda: not [p for p in rockstate.checkpoints(queries[0]).pending
+            wait_for(lambda: not [p for p in rockstate.checkpoints(queries[0]).pending
                                    if p.version > 2], "earlier snapshots to finish", 240)
 
     def remember(i: int, query) -> None:
@@ -146,7 +147,7 @@ def test_executor_killed_mid_snapshot_its_checkpoint_never_completes(cluster_spa
         if i == len(batches) - 1:
             # Settled: a checkpoint after the interrupted one completed, none still pending.
             try:
-                queries.append(_wait_for(
+                queries.append(wait_for(
                     lambda: (v := rockstate.checkpoints(query)).latest is not None
                     and v.latest.version > 2 and not v.pending and v,
                     "a later checkpoint to complete", 240))
@@ -185,7 +186,7 @@ def test_too_many_failed_checkpoints_fail_the_query_with_a_clear_error(spark, wo
 
     def wait_for_failure(i: int, query) -> None:
         if i == 1:  # version 2, the first checkpoint, was just committed
-            seen.append(_wait_for(lambda: (v := rockstate.checkpoints(query)).failure and v,
+            seen.append(wait_for(lambda: (v := rockstate.checkpoints(query)).failure and v,
                                   "the checkpoint to time out"))
             time.sleep(1)
 
@@ -239,7 +240,7 @@ def test_a_batch_that_fails_after_its_acks_leaves_no_stale_checkpoint(spark, wor
     query = start()  # batch 1 runs again, a new attempt of version 2
     try:
         query.processAllAvailable()
-        metadata = _wait_for(lambda: _metadata(checkpoint).get(2), "checkpoint 2 to complete")
+        metadata = wait_for(lambda: _metadata(checkpoint).get(2), "checkpoint 2 to complete")
     finally:
         query.stop()
     loc = rockstate.CheckpointLocation(str(checkpoint))

@@ -134,3 +134,9 @@ def test_transform_with_state_fixture_reads_as_spark_read_it(fixture: str,
         read_state(ckpt)
     written = export(ckpt, str(tmp_path / "export"))
     assert sorted(p.rsplit("=", 1)[-1] for p in written) == sorted(expected["variables"])
+    import pyarrow.dataset as ds
+
+    for path in written:  # each variable's dataset holds what read_state reads of it
+        var = path.rsplit("=", 1)[-1]
+        back = ds.dataset(path, partitioning="hive").to_table()
+        assert back.num_rows == read_state(ckpt, state_var=var).num_rows > 0, var

@@ -26,8 +26,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rockstate import spark_rocksdb, tws
+from rockstate.checkpoint_model import parse_checkpoint_metadata
 from rockstate.checkpoint_path import local_within, relative_path
-from rockstate.checkpoints import parse_checkpoint_metadata
 from rockstate.errors import RockstateError
 from rockstate.format import (
     changelog_records,
@@ -41,7 +41,7 @@ from rockstate.offsets import entry_confs, entry_lines
 from rockstate.savepoint import read_savepoint
 from rockstate.state_schema import FamilySchema, parse_family_schemas
 from rockstate.unsaferow import decode_rows
-from time_bound import within_seconds
+from support.time_bound import within_seconds
 
 EXAMPLES = int(os.environ.get("ROCKSTATE_FUZZ_EXAMPLES", "150"))
 BOUND_SECONDS = 20

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 import rockstate
-from streams import run_stream
+from support.polling import wait_for
+from support.streams import run_stream
 from test_checkpoints import SCHEMA, _batches, _two_operators
-from test_cluster import _wait_for
 
 SOURCE = "plugin.io.rockstate.plugin.RockstatePlugin"
 
@@ -41,7 +41,7 @@ def test_driver_and_executor_figures_reach_the_csv_sink(cluster_spark, workdir: 
                name="metrics", schema=SCHEMA,
                confs={"spark.sql.shuffle.partitions": "4"})
     # Checkpoints 2 and 4 of this query; the sink writes every 2 s.
-    _wait_for(lambda: (_latest(app, "driver", "checkpointsCompleted") or 0) >= before + 2,
+    wait_for(lambda: (_latest(app, "driver", "checkpointsCompleted") or 0) >= before + 2,
               "the driver's checkpointsCompleted to count this query's checkpoints")
     assert (_latest(app, "driver", "lastCheckpointVersion") or 0) >= 2
     assert (_latest(app, "driver", "lastCheckpointStateBytes") or 0) > 0
@@ -49,7 +49,7 @@ def test_driver_and_executor_figures_reach_the_csv_sink(cluster_spark, workdir: 
     executors = sorted(r["executorId"] for r in json.loads(
         spark.sparkContext._jvm.io.rockstate.plugin.RockstateDriverPlugin.readyExecutorsJson()))
     assert executors and "driver" not in executors
-    _wait_for(lambda: all(_latest(app, e, "localCacheBytes") is not None for e in executors),
+    wait_for(lambda: all(_latest(app, e, "localCacheBytes") is not None for e in executors),
               "every executor's figures in the sink")
     assert any((_latest(app, e, "localCacheBytes") or 0) > 0 for e in executors)
     assert all(_latest(app, e, "rocksdbMemoryCapacityBytes") == 32 * 1024 * 1024

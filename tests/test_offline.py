@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -19,7 +18,8 @@ from pyspark.sql import functions as F
 
 import rockstate
 from rockstate.location import CheckpointLocation
-from streams import run_stream
+from support.cli import run_cli
+from support.streams import run_stream
 
 SCHEMA = "key STRING, value INT, ts TIMESTAMP"
 
@@ -194,10 +194,7 @@ def test_verify_finds_a_snapshot_a_checkpoint_needs_missing(copy: Path):
 def test_cli_verify_and_inspect_run_without_spark(built: Path, copy: Path):
     def cli(*args: str) -> subprocess.CompletedProcess:
         # A fresh interpreter: the tools must not need a JVM or a SparkSession.
-        code = ("import sys, rockstate.cli as c; r = c.main(sys.argv[1:]); "
-                "assert 'pyspark.sql.session' not in sys.modules; sys.exit(r)")
-        return subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
-                              text=True, check=False)
+        return run_cli(*args, offline=True)
 
     ok = cli("verify", str(built), "--json")
     assert ok.returncode == 0, ok.stderr

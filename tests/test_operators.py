@@ -12,21 +12,13 @@ import pytest
 from pyspark.sql import functions as F
 
 import rockstate
-from streams import assert_same_as_oracle, run_stream
+from support.queries import BATCHES, SCHEMA, events, join, pandas_count_until_timeout, sided
+from support.streams import assert_same_as_oracle, run_stream
 
-SCHEMA = "key STRING, value INT, ts TIMESTAMP"
-
-
-def events(batch: int, keys: str, base_minute: int | None = None) -> list[dict]:
-    minute = batch * 5 if base_minute is None else base_minute
-    return [
-        {"key": k, "value": batch * 10 + i, "ts": f"2026-01-01 00:{minute + i % 3:02d}:00"}
-        for i, k in enumerate(keys)
-    ]
-
-
-BATCHES = [events(b, keys) for b, keys in enumerate(
-    ["aabc", "bcd", "aaee", "f", "abcdef", "gg"])]
+# The other Spark lines' leg (dev/test-spark-line) runs one query of each way an operator uses
+# the store (get/put, removal by watermark, a join's four stores, prefix scans, timeouts) and
+# the rockstate-specific tests; the cases marked here run on the main line only.
+MAIN_LINE_ONLY = pytest.mark.main_line_only
 
 
 def test_query_state_lives_in_rockstate(spark, workdir: Path):
@@ -45,7 +37,7 @@ def test_query_state_lives_in_rockstate(spark, workdir: Path):
     assert metrics["rockstateChangelogRecords"] > 0
 
 
-@pytest.mark.parametrize("mode", ["update", "complete"])
+@pytest.mark.parametrize("mode", ["update", pytest.param("complete", marks=MAIN_LINE_ONLY)])
 def test_aggregation(spark, workdir: Path, mode: str):
     assert_same_as_oracle(
         spark,
@@ -54,6 +46,7 @@ def test_aggregation(spark, workdir: Path, mode: str):
         BATCHES, workdir=workdir, name=f"agg-{mode}", schema=SCHEMA, output_mode=mode)
 
 
+@MAIN_LINE_ONLY
 def test_windowed_aggregation_append_with_watermark(spark, workdir: Path):
     assert_same_as_oracle(
         spark,
@@ -62,6 +55,7 @@ def test_windowed_aggregation_append_with_watermark(spark, workdir: Path):
         BATCHES, workdir=workdir, name="window-append", schema=SCHEMA, output_mode="append")
 
 
+@MAIN_LINE_ONLY
 def test_struct_key_aggregation(spark, workdir: Path):
     assert_same_as_oracle(
         spark,
@@ -71,6 +65,7 @@ def test_struct_key_aggregation(spark, workdir: Path):
         state_options=())  # collect_list state is order-sensitive only in output; checked there
 
 
+@MAIN_LINE_ONLY
 def test_drop_duplicates(spark, workdir: Path):
     assert_same_as_oracle(
         spark, lambda s: s.dropDuplicates(["key"]),
@@ -84,26 +79,11 @@ def test_drop_duplicates_within_watermark(spark, workdir: Path):
         BATCHES, workdir=workdir, name="dedup-wm", schema=SCHEMA, output_mode="append")
 
 
-def _join(kind: str):
-    def build(left, right):
-        lw = left.withWatermark("ts", "10 minutes").select(
-            F.col("key").alias("lkey"), F.col("value").alias("lvalue"), F.col("ts").alias("lts"))
-        rw = right.withWatermark("ts", "10 minutes").select(
-            F.col("key").alias("rkey"), F.col("value").alias("rvalue"), F.col("ts").alias("rts"))
-        cond = F.expr("lkey = rkey AND rts BETWEEN lts - INTERVAL 5 MINUTES "
-                      "AND lts + INTERVAL 5 MINUTES")
-        return lw.join(rw, cond, kind)
-    return build
-
-
-def _sided(batches: list[list[dict]]) -> list[list[dict]]:
-    return [[{**e, "side": i % 2} for i, e in enumerate(b)] for b in batches]
-
-
-@pytest.mark.parametrize("kind", ["inner", "left_outer", "full_outer"])
+@pytest.mark.parametrize("kind", [pytest.param("inner", marks=MAIN_LINE_ONLY),
+                                  pytest.param("left_outer", marks=MAIN_LINE_ONLY), "full_outer"])
 def test_stream_stream_join(spark, workdir: Path, kind: str):
     assert_same_as_oracle(
-        spark, _join(kind), _sided(BATCHES), workdir=workdir, name=f"join-{kind}",
+        spark, join(kind), sided(BATCHES), workdir=workdir, name=f"join-{kind}",
         schema=SCHEMA, output_mode="append", sources=2,
         state_options=({"joinSide": "left"}, {"joinSide": "right"}))
 
@@ -114,32 +94,6 @@ def test_session_window(spark, workdir: Path):
         lambda s: s.withWatermark("ts", "5 minutes")
         .groupBy(F.session_window("ts", "3 minutes"), "key").agg(F.sum("value").alias("total")),
         BATCHES, workdir=workdir, name="session", schema=SCHEMA, output_mode="append")
-
-
-def pandas_count_until_timeout(s):
-    """applyInPandasWithState: counts each key's events until an event-time timeout expires it.
-    The function is defined inside, so it is pickled by value (executors' Python workers cannot
-    import the test modules)."""
-    from pyspark.sql.streaming.state import GroupStateTimeout
-
-    def count_until_timeout(key, pdfs, state):
-        import pandas as pd
-
-        if state.hasTimedOut:
-            (n,) = state.get
-            state.remove()
-            yield pd.DataFrame({"key": [key[0]], "n": [n], "expired": [True]})
-            return
-        n = state.get[0] if state.exists else 0
-        for pdf in pdfs:
-            n += len(pdf)
-        state.update((n,))
-        state.setTimeoutTimestamp(state.getCurrentWatermarkMs() + 10 * 60 * 1000)
-        yield pd.DataFrame({"key": [key[0]], "n": [n], "expired": [False]})
-
-    return s.withWatermark("ts", "5 minutes").groupBy("key").applyInPandasWithState(
-        count_until_timeout, "key STRING, n LONG, expired BOOLEAN", "n LONG", "append",
-        GroupStateTimeout.EventTimeTimeout)
 
 
 def test_apply_in_pandas_with_state_event_time_timeout(spark, workdir: Path):

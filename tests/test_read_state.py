@@ -18,7 +18,8 @@ from pyspark.sql import functions as F
 
 import rockstate
 from rockstate import spark_lines
-from streams import SPARK_ROCKSDB, run_stream
+from support.cli import run_cli
+from support.streams import SPARK_ROCKSDB, run_stream
 
 SCHEMA = "key STRING, value INT, ts TIMESTAMP"
 
@@ -164,27 +165,39 @@ def test_a_damaged_snapshot_file_is_an_error_not_empty_state(checkpoints, tmp_pa
         rockstate.read_state(str(copy))
 
 
-def test_export_writes_one_dataset_per_operator_partitioned_by_partition(checkpoints,
-                                                                         tmp_path: Path):
+def test_export_writes_one_dataset_per_operator_partitioned_by_partition(
+        checkpoints, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from rockstate.read import StateRead
+
+    # One partition in memory at a time: every read export makes is of a single partition.
+    reads: list[int] = []
+    read = StateRead.read
+
+    def counted(self, partitions=None, progress=None):
+        reads.append(len(self.partitions if partitions is None else partitions))
+        return read(self, partitions, progress)
+
+    monkeypatch.setattr(StateRead, "read", counted)
     dest = tmp_path / "export"
     written = rockstate.export(str(checkpoints["agg"]), str(dest))
+    assert reads == [1, 1]
+    monkeypatch.undo()
     assert written == [str(dest / "operator=0" / "store=default")]
     assert sorted(p.name for p in (dest / "operator=0" / "store=default").iterdir()) == \
         ["partition_id=0", "partition_id=1"]
     back = ds.dataset(written[0], partitioning="hive").to_table()
-    assert back.num_rows == rockstate.read_state(str(checkpoints["agg"])).num_rows
+    whole = rockstate.read_state(str(checkpoints["agg"]))
+    assert back.num_rows == whole.num_rows > 0
+    assert sorted(back.column("partition_id").to_pylist()) == \
+        sorted(whole.column("partition_id").to_pylist())
 
 
 def test_cli_read_and_export_run_without_spark(checkpoints, tmp_path: Path):
     import json
     import subprocess
-    import sys
 
     def cli(*args: str) -> subprocess.CompletedProcess:
-        code = ("import sys, rockstate.cli as c; r = c.main(sys.argv[1:]); "
-                "assert 'pyspark.sql.session' not in sys.modules; sys.exit(r)")
-        return subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
-                              text=True, check=False)
+        return run_cli(*args, offline=True)
 
     out = cli("read", str(checkpoints["agg"]), "--json", "--limit", "0")
     assert out.returncode == 0, out.stderr

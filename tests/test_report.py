@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -19,10 +17,12 @@ import pytest
 from pyspark.sql import functions as F
 
 import rockstate
-from browser import distinct_colours, render
 from rockstate.report import chart_names
 from rockstate.report_data import collect
-from streams import SPARK_ROCKSDB, run_stream
+from support.browser import distinct_colours, render
+from support.cli import run_cli
+from support.polling import wait_for
+from support.streams import SPARK_ROCKSDB, run_stream
 
 SCHEMA = "key STRING, value INT"
 BATCHES = 10
@@ -35,16 +35,6 @@ def _rows(b: int) -> list[dict]:
 def _query(stream):
     return (stream.dropDuplicates(["key", "value"]).groupBy("key")
             .agg(F.count("*").alias("n"), F.sum("value").alias("total")))
-
-
-def _wait(check, what: str, seconds: float = 90):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.25)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture(scope="module")
@@ -79,8 +69,8 @@ def history(sessions, tmp_path_factory) -> Path:
                 query.stop()
                 query = start()  # the new run aborts the old run's pending checkpoint 4
                 query.processAllAvailable()
-        _wait(lambda: (checkpoint / "rockstate/checkpoints/10/_metadata").exists(),
-              "checkpoint 10 to complete")
+        wait_for(lambda: (checkpoint / "rockstate/checkpoints/10/_metadata").exists(),
+                 "checkpoint 10 to complete", seconds=90)
     finally:
         query.stop()
     return checkpoint
@@ -157,19 +147,14 @@ def test_report_of_a_spark_rocksdb_checkpoint(spark, spark_history: Path, tmp_pa
     assert [c["marks"] > 0 for c in shown.charts] == [True, True, True], shown.charts
 
 
-def _cli(*args: str, stderr=subprocess.PIPE) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rockstate", *args], stdout=subprocess.PIPE,
-                          stderr=stderr, text=True, timeout=300)
-
-
 def test_cli_report_and_inspect_print_what_they_should(spark, history: Path, tmp_path: Path):
-    out = _cli("report", str(history), "-o", str(tmp_path / "r.html"))
+    out = run_cli("report", str(history), "-o", str(tmp_path / "r.html"))
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == str(tmp_path / "r.html")
     assert (tmp_path / "r.html").stat().st_size > 1_000_000  # plotly.js is inlined
-    inspect = _cli("inspect", str(history))
+    inspect = run_cli("inspect", str(history))
     assert inspect.returncode == 0, inspect.stderr
-    summary = json.loads(_cli("inspect", str(history), "--json").stdout)
+    summary = json.loads(run_cli("inspect", str(history), "--json").stdout)
     lines = inspect.stdout.splitlines()
     assert lines[0] == f"{history}: operators [0, 1]"
     assert lines[1].split() == ["op", "part", "store", "versions", "snapshots", "keys",
@@ -196,7 +181,7 @@ def test_progress_bar_on_a_terminal(spark, history: Path, tmp_path: Path):
     # A terminal 100 columns wide (a fresh pseudo-terminal has no size).
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
     try:
-        out = _cli("verify", str(history), stderr=follower)
+        out = run_cli("verify", str(history), stderr=follower)
     finally:
         os.close(follower)
     chunks = []
@@ -249,8 +234,8 @@ def test_notebook_view_refreshes_from_the_driver_and_live_report(spark, tmp_path
         for b in range(1, 4):
             feed(b)
             query.processAllAvailable()
-        _wait(lambda: any("<td>4</td><td>completed</td>" in h for h in handles[0].shown),
-              "the notebook view to show checkpoint 4")
+        wait_for(lambda: any("<td>4</td><td>completed</td>" in h for h in handles[0].shown),
+                 "the notebook view to show checkpoint 4", seconds=90, every=0.25)
         html = rockstate.checkpoints(query)._repr_html_()
         assert "<svg class='rockstate-durations'" in html and "<td>2</td>" in html
         page = rockstate.report(query, tmp_path / "live.html")
@@ -282,5 +267,5 @@ def test_a_damaged_abort_record_is_named_never_skipped(spark, history: Path, tmp
     record.write_text(record.read_text()[:40])  # cut short
     with pytest.raises(rockstate.CorruptCheckpointError, match=r"aborted/4\.json"):
         rockstate.checkpoints(str(copy))
-    out = _cli("report", str(copy), "-o", str(tmp_path / "r.html"))
+    out = run_cli("report", str(copy), "-o", str(tmp_path / "r.html"))
     assert out.returncode == 2 and "aborted/4.json" in out.stderr, out.stderr

@@ -26,7 +26,9 @@ from rockstate.location import CheckpointLocation
 from rockstate.read import read_state, store_entries
 from rockstate.rewrite import SPARK_ROCKSDB, migrate, rescale
 from rockstate.spark_lines import find
-from streams import (
+from support.cli import run_cli
+from support.queries import SCHEMA, events, join, pandas_count_until_timeout, sided
+from support.streams import (
     HDFS,
     PROVIDER_KEY,
     StreamRun,
@@ -36,7 +38,6 @@ from streams import (
     state_frame,
     state_rows,
 )
-from test_operators import SCHEMA, _join, _sided, events, pandas_count_until_timeout
 
 # Every key is in state before the change and gets new input after it.
 BATCHES = [events(b, keys) for b, keys in enumerate(
@@ -59,7 +60,7 @@ KINDS: dict[str, tuple[Callable, list, str, int, tuple]] = {
         F.session_window("ts", "4 minutes"), "key").agg(F.sum("value").alias("total")),
         BATCHES, "append", 1, ({},)),
     # Both sides' keyToNumValues and keyWithIndexToValue stores: four stores.
-    "join": (_join("left_outer"), _sided(BATCHES), "append", 2,
+    "join": (join("left_outer"), sided(BATCHES), "append", 2,
              ({"joinSide": "left"}, {"joinSide": "right"})),
     "apply-in-pandas-with-state": (pandas_count_until_timeout, BATCHES, "append", 1, ({},)),
 }
@@ -81,6 +82,34 @@ CHANGES: dict[str, tuple[str, int, Callable, str, int]] = {
         lambda spark, ckpt: migrate(spark, ckpt, to="spark-rocksdb", partitions=3),
         SPARK_ROCKSDB, 3),
 }
+
+# The part of the matrix the other Spark lines' leg (dev/test-spark-line) runs as well: every
+# kind once through one of Spark's own providers (whose formats and state layouts are what
+# differ by line), and every change at least once. The main line runs the whole matrix.
+EVERY_LINE: set[tuple[str, str]] = {
+    ("aggregation", "from-hdfs"),
+    ("aggregation", "rescale-8-to-3"),
+    ("dedup", "from-spark-rocksdb-4-to-7"),
+    ("dedup-within-watermark", "to-spark-rocksdb-8-to-3"),
+    ("join", "from-spark-rocksdb-4-to-7"),
+    ("join", "to-spark-rocksdb-8-to-3"),
+    ("session-window", "to-spark-rocksdb-8-to-3"),
+    ("apply-in-pandas-with-state", "from-spark-rocksdb-4-to-7"),
+}
+MAIN_LINE_ONLY = pytest.mark.main_line_only
+
+
+# Growing into new partitions is covered by every kind's from-spark-rocksdb-4-to-7 (the same
+# rewrite, from another provider): rescale-4-to-7 runs for the join, whose four stores grow.
+GROWTH_ONLY_FOR = {"join"}
+
+
+def _matrix() -> list:
+    return [pytest.param(kind, change, id=f"{kind}-{change}",
+                         marks=() if (kind, change) in EVERY_LINE else MAIN_LINE_ONLY)
+            for kind in sorted(KINDS) for change in sorted(CHANGES)
+            if change != "rescale-4-to-7" or kind in GROWTH_ONLY_FOR]
+
 
 _oracles: dict[str, StreamRun] = {}
 
@@ -117,8 +146,7 @@ def _partition_folders(checkpoint: Path) -> dict[str, list[int]]:
             for op in (checkpoint / "state").iterdir() if op.name.isdigit()}
 
 
-@pytest.mark.parametrize("change", sorted(CHANGES))
-@pytest.mark.parametrize("kind", sorted(KINDS))
+@pytest.mark.parametrize("kind,change", _matrix())
 def test_rewritten_state_continues_like_the_oracle(cluster_spark, workdir: Path, kind: str,
                                                    change: str):
     spark = cluster_spark
@@ -193,7 +221,8 @@ def _refused(spark, checkpoint: Path, match: str, change: Callable | None = None
 def test_the_old_providers_files_are_moved_aside(tmp_path: Path):
     """After a migration, what the other provider wrote in partition and store folders is
     moved to state/<op>/_retired/<batch>-<partition>-<kind>/; the rest stays."""
-    from rockstate.rewrite import _Checkpoint
+    from rockstate.rewrite import retire_files_of_other_providers
+    from rockstate.writable_location import WritableLocation
 
     (tmp_path / "offsets").mkdir()
     spark_files = ["1.zip", ".1.zip.crc", "2.changelog", "3.delta", "4.snapshot", "SSTs/a.sst",
@@ -203,17 +232,17 @@ def test_the_old_providers_files_are_moved_aside(tmp_path: Path):
     for f in [*spark_files, *rockstate_files, "_metadata/g", "notes.txt"]:
         (tmp_path / "state" / "0" / "0" / f).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "state" / "0" / "0" / f).write_text(f)
-    ckpt = _Checkpoint(str(tmp_path), {})
+    ckpt = WritableLocation(str(tmp_path), {})
 
     def files(root: Path) -> set[str]:
         return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
 
-    ckpt.retire_files_of_other_providers(rockstate.PROVIDER_CLASS, 9)
+    retire_files_of_other_providers(ckpt, rockstate.PROVIDER_CLASS, 9)
     retired = tmp_path / "state" / "0" / "_retired"
     assert files(retired / "9-0-spark") == set(spark_files)
     assert files(tmp_path / "state" / "0" / "0") == \
         {*rockstate_files, "_metadata/g", "notes.txt"}
-    ckpt.retire_files_of_other_providers(SPARK_ROCKSDB, 10)
+    retire_files_of_other_providers(ckpt, SPARK_ROCKSDB, 10)
     assert files(retired / "10-0-rockstate") == set(rockstate_files)
     assert files(tmp_path / "state" / "0" / "0") == {"_metadata/g", "notes.txt"}
     # rockstate's completed checkpoints of versions up to 11 find that store there (verify).
@@ -449,14 +478,13 @@ def test_a_rewrite_into_spark_rocksdb_on_every_line(spark, workdir: Path):
 
 
 @pytest.mark.slow
+@MAIN_LINE_ONLY  # the command line is the same Python on every line
 def test_the_cli_rescales_and_says_why_it_refuses(spark, workdir: Path):
     checkpoint = _stopped_query(spark, workdir, "cli", partitions=4)
     before = _state(spark, checkpoint)
 
     def cli(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "rockstate", "rescale", str(checkpoint),
-                               *args, "--master", "local[1]"], capture_output=True, text=True,
-                              timeout=600)
+        return run_cli("rescale", str(checkpoint), *args, "--master", "local[1]", timeout=600)
 
     done = cli("--partitions", "3")
     assert done.returncode == 0, done.stderr[-3000:]
@@ -474,7 +502,8 @@ def _kill_rescale_at(checkpoint: Path, partitions: int, pause: str, workdir: Pat
     marker, log = workdir / f"paused-{pause}", workdir / f"child-{pause}.log"
     with open(log, "w") as err:
         child = subprocess.Popen(
-            [sys.executable, str(Path(__file__).parent / "rewrite_child.py"), str(checkpoint),
+            [sys.executable, str(Path(__file__).parent / "support" / "rewrite_child.py"),
+             str(checkpoint),
              str(partitions), pause, str(marker)], start_new_session=True,
             stdout=subprocess.DEVNULL, stderr=err)
     deadline = time.monotonic() + 300
@@ -488,9 +517,10 @@ def _kill_rescale_at(checkpoint: Path, partitions: int, pause: str, workdir: Pat
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("pause,then", [("after-first-store", "restart-as-before"),
-                                        ("after-first-store", "rescale-again"),
-                                        ("before-commit", "rescale-again")])
+@pytest.mark.parametrize("pause,then", [
+    pytest.param("after-first-store", "restart-as-before", marks=MAIN_LINE_ONLY),
+    pytest.param("after-first-store", "rescale-again", marks=MAIN_LINE_ONLY),
+    ("before-commit", "rescale-again")])
 def test_a_rescale_killed_midway(cluster_spark, workdir: Path, pause: str, then: str):
     """A join (four stores) rescaled 4 -> 7 in another process, SIGKILLed midway: the query
     restarts as before, or the rescale run again completes; either way the output and state

@@ -10,14 +10,17 @@ executor's SIGKILL, and the offline tools must read and verify the same bucket.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from pyspark.sql import functions as F
 
 import rockstate
+from rockstate import cli
 from rockstate.location import CheckpointLocation
-from streams import assert_same_as_oracle, state_rows
+from rockstate.report_data import ROCKSTATE, collect
+from support.streams import assert_same_as_oracle, state_rows
 
 SCHEMA = "key STRING, value INT, ts TIMESTAMP"
 BATCHES = [
@@ -43,6 +46,14 @@ def test_aggregation_on_s3_matches_the_oracle_and_reads_offline(spark, s3, workd
     assert all(not e.is_legacy for s in stores for e in loc.version_entries(s))
     report = rockstate.verify(loc)
     assert report.ok, [str(p) for p in report.problems]
+    # The report finds the provider in the offset log with the location's own credentials
+    # (it once looked it up by URL alone and said "provider unknown").
+    data = collect(loc)
+    assert (data.provider, data.kind) == (rockstate.PROVIDER_CLASS, ROCKSTATE), data.notes
+    # The command line reaches it with the same options, given as --storage-option.
+    options = [f"--storage-option={k}={json.dumps(v) if not isinstance(v, str) else v}"
+               for k, v in s3.storage_options().items()]
+    assert cli.main(["verify", loc.url, *options]) == 0
     # The offline reader (s3fs, Python) and Spark's state source (s3a, the provider) agree.
     table = rockstate.read_state(loc, operator=0)
     offline = sorted((tuple(r["key"].values()), tuple(r["value"].values()), r["partition_id"])
@@ -72,9 +83,9 @@ def test_stream_stream_join_on_s3_matches_the_oracle(spark, s3, workdir: Path):
 @pytest.mark.slow
 def test_executor_killed_with_the_checkpoint_on_s3_loses_nothing(cluster_spark, s3,
                                                                  workdir: Path):
-    from test_cluster import _run_with_kill
+    from support.executors import run_with_executor_kill
 
-    mine = _run_with_kill(cluster_spark, workdir, "s3-kill", n=6, kill_before=3,
+    mine = run_with_executor_kill(cluster_spark, workdir, "s3-kill", n=6, kill_before=3,
                           checkpoint=s3.url("kill"))
     downloaded = sum(p["stateOperators"][0]["customMetrics"]["rockstateBytesDownloaded"]
                      for p in mine.progress if p["batchId"] >= 3)
@@ -131,5 +142,5 @@ def test_a_rescale_on_s3_places_every_key_like_the_oracle(spark, s3, workdir: Pa
         checkpoint_root=s3.url("rescale"), storage_options=s3.storage_options(),
         rockstate_confs={"spark.sql.shuffle.partitions": "4"}, relocate=rescale_to_2)
     confs = rockstate.recorded_confs(str(mine.checkpoint).replace("s3a://", "s3://", 1),
-                                     **s3.storage_options())
+                                     storage_options=s3.storage_options())
     assert confs["spark.sql.shuffle.partitions"] == "2"

@@ -19,8 +19,8 @@ from pyspark.sql import functions as F
 
 import rockstate
 from rockstate.savepoint import SAVEPOINT_FILE, SAVEPOINT_FORMAT, check_savepoint
-from streams import assert_same_as_oracle
-from test_operators import BATCHES, SCHEMA, _join, _sided
+from support.queries import BATCHES, SCHEMA, join, sided
+from support.streams import assert_same_as_oracle
 
 FIXTURE = Path(__file__).parent / "fixtures" / "transform-with-state" / "spark-4.0" / "checkpoint"
 
@@ -82,7 +82,7 @@ CASES: dict[str, tuple[Callable, list, str, int, tuple]] = {
     "session-window": (lambda s: s.withWatermark("ts", "5 minutes").groupBy(
         F.session_window("ts", "3 minutes"), "key").agg(F.sum("value").alias("total")),
         BATCHES, "append", 1, ({},)),
-    "join": (_join("left_outer"), _sided(BATCHES), "append", 2,
+    "join": (join("left_outer"), sided(BATCHES), "append", 2,
              ({"joinSide": "left"}, {"joinSide": "right"})),
 }
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -65,6 +66,38 @@ def test_every_supported_line_has_an_adapter_folder_and_nothing_else_does():
     assert spark_lines.find("4.0.5").line == "4.0"
     assert spark_lines.find("3.5.1") is None
     assert spark_lines.find("4.4.0") is None
+
+
+def test_the_users_jar_holds_no_test_code():
+    """The fault-injecting file system and the store audit live in the tests' own jar
+    (tests/support/testkit_jar.py), compiled from jvm-shim/src/testkit: not in the jar users
+    run."""
+    with zipfile.ZipFile(rockstate.jar_path()) as z:
+        names = z.namelist()
+    assert any(n.startswith("io/rockstate/storage/") for n in names)
+    assert [n for n in names if n.startswith("io/rockstate/testing/")
+            or "StoreAudit" in n or "FaultInjecting" in n] == []
+    from support.testkit_jar import testkit_jar
+    with zipfile.ZipFile(testkit_jar()) as z:
+        kit = set(z.namelist())
+    assert {"io/rockstate/testing/FaultInjectingFileSystem.class",
+            "io/rockstate/testing/StoreAudit.class"} <= kit
+    assert not any(n.startswith("io/rockstate/storage/") for n in kit)
+
+
+def test_the_pyspark_pin_covers_exactly_the_supported_lines():
+    """setup.cfg's pyspark range and the Spark-lines table say the same thing: a line added to
+    the table without widening the pin (or the reverse) fails here."""
+    import configparser
+    cfg = configparser.ConfigParser()
+    cfg.read(REPO / "setup.cfg")
+    pins = [r.strip() for r in cfg["options"]["install_requires"].splitlines()
+            if r.strip().startswith("pyspark")]
+    assert pins == [spark_lines.pyspark_requirement()], pins
+    assert spark_lines.pyspark_requirement() == "pyspark>=4.0,<4.4"
+    # Every tested release falls inside the pin.
+    for s in spark_lines.LINES:
+        assert spark_lines.find(s.tested) is s
 
 
 def test_missing_java_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
@@ -211,7 +244,8 @@ def _jvm_sources() -> dict[str, list[Path]]:
     """Scala sources by package folder (io/rockstate/<package>), shared and per-line."""
     by_package: dict[str, list[Path]] = {}
     src = REPO / "jvm-shim" / "src"
-    for root in [src / "main" / "scala", *sorted(src.glob("spark-*/scala"))]:
+    for root in [src / "main" / "scala", *sorted(src.glob("spark-*/scala")),
+                 src / "testkit" / "scala"]:
         for f in root.rglob("*.scala"):
             rel = f.relative_to(root).parts
             package = rel[2] if rel[:2] == ("io", "rockstate") and len(rel) > 3 else "/".join(
@@ -234,24 +268,79 @@ def test_only_the_adapter_package_touches_sparks_internal_classes():
         assert packages and packages <= {"line", "state"}, folder.name
 
 
+def _dependency_order(graph: dict[str, set[str]]) -> list[str]:
+    """The nodes of an import graph, each after everything it imports; an import cycle fails
+    the test, naming it."""
+    order: list[str] = []
+    state: dict[str, str] = {}
+
+    def visit(node: str, path: tuple[str, ...]) -> None:
+        if state.get(node) == "done":
+            return
+        assert state.get(node) != "open", f"import cycle: {' -> '.join((*path, node))}"
+        state[node] = "open"
+        for dep in sorted(graph.get(node, ())):
+            visit(dep, (*path, node))
+        state[node] = "done"
+        order.append(node)
+
+    for node in sorted(graph):
+        visit(node, ())
+    return order
+
+
 def test_jvm_packages_have_no_import_cycles():
     sources = _jvm_sources()
     graph = {p: {m for f in files for m in ROCKSTATE_IMPORT.findall(f.read_text())} - {p}
              for p, files in sources.items() if "/" not in p}
-    order: list[str] = []
-    state: dict[str, str] = {}
-
-    def visit(p: str, path: tuple[str, ...]) -> None:
-        if state.get(p) == "done":
-            return
-        assert state.get(p) != "open", f"import cycle: {' -> '.join((*path, p))}"
-        state[p] = "open"
-        for q in sorted(graph.get(p, ())):
-            visit(q, (*path, p))
-        state[p] = "done"
-        order.append(p)
-
-    for p in sorted(graph):
-        visit(p, ())
+    order = _dependency_order(graph)
     assert order.index("storage") < order.index("checkpoint") < order.index("spark") < \
         order.index("state")
+    # The test kit builds on the store; nothing the user's jar holds imports it.
+    assert not any("testing" in graph[p] for p in graph if p != "testing"), graph
+
+
+def _python_imports(tree: ast.Module, modules: set[str]) -> set[str]:
+    """The package modules a module imports when it runs: at its top and inside functions, but
+    not under ``if TYPE_CHECKING:`` (annotations only). ``from rockstate import X`` of a name
+    that is no module means the package's ``__init__``."""
+    found: set[str] = set()
+
+    def walk(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) \
+                and node.test.id == "TYPE_CHECKING":
+            for child in node.orelse:
+                walk(child)
+            return
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            parts = node.module.split(".")
+            if parts[0] == "rockstate" and len(parts) > 1:
+                found.add(parts[1])
+            elif node.module == "rockstate":
+                found.update(a.name if a.name in modules else "__init__" for a in node.names)
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                parts = a.name.split(".")
+                if parts[0] == "rockstate":
+                    found.add(parts[1] if len(parts) > 1 else "__init__")
+        for child in ast.iter_child_nodes(node):
+            walk(child)
+
+    walk(tree)
+    return found
+
+
+def test_python_modules_have_no_import_cycles():
+    """The Python twin of the JVM's test: no module imports, however late, one that imports
+    it back, so each module can be read (and loaded) after the ones it builds on."""
+    package = REPO / "python" / "rockstate"
+    files = {p.stem: p for p in package.glob("*.py")}
+    graph = {name: _python_imports(ast.parse(f.read_text()), set(files)) - {name}
+             for name, f in files.items()}
+    order = _dependency_order(graph)
+    # The layers: errors and paths, then formats, the checkpoint model, the location, the live
+    # view; the model and the formats never reach Spark's session set-up.
+    assert order.index("errors") < order.index("format") < order.index("checkpoint_model") < \
+        order.index("location") < order.index("live_view") < order.index("notebook")
+    assert not graph["checkpoint_model"] & {"location", "live_view", "session", "notebook"}
+    assert "__init__" not in {n for m, deps in graph.items() if m != "demo" for n in deps}

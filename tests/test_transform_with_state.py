@@ -12,8 +12,8 @@ import pytest
 
 import rockstate
 from rockstate import spark_lines
-from streams import SPARK_ROCKSDB, assert_same_as_oracle, run_stream
-from test_operators import BATCHES, SCHEMA
+from support.queries import BATCHES, SCHEMA
+from support.streams import SPARK_ROCKSDB, assert_same_as_oracle, run_stream
 
 LINE = spark_lines.find(pyspark.__version__)
 MINUTE_MS = 60 * 1000

@@ -27,12 +27,14 @@ import pytest
 import rockstate
 from rockstate import decompress, spark_rocksdb
 from rockstate.checkpoint_path import relative_path
+from rockstate.cli import main as cli_main
 from rockstate.errors import CorruptCheckpointError, RockstateError
 from rockstate.format import changelog_records, changes_of, parse_version_file, unpack_meta
 from rockstate.location import CheckpointLocation
 from rockstate.savepoint import SAVEPOINT_FILE, check_savepoint
 from rockstate.staged_target import StagedTarget
-from time_bound import within_seconds
+from support.cli import run_cli
+from support.time_bound import within_seconds
 
 FIXTURES = Path(__file__).parent / "fixtures"
 UNTRUSTED = FIXTURES / "untrusted"
@@ -421,9 +423,7 @@ def test_an_interrupted_restore_into_an_object_store_resumes(tmp_path: Path, mon
 # The CLI: one line and a non-zero exit on bad input.
 
 def cli(*args: str) -> tuple[int, str, str]:
-    env = {**os.environ, "ROCKSTATE_DEBUG": ""}
-    done = subprocess.run([sys.executable, "-m", "rockstate", *args], capture_output=True,
-                          text=True, env=env, timeout=120)
+    done = run_cli(*args, timeout=120)
     return done.returncode, done.stdout, done.stderr
 
 
@@ -450,6 +450,23 @@ def test_the_cli_says_one_line_about_a_location_with_nothing_to_show(tmp_path: P
     assert not (tmp_path / "x").exists() and not (tmp_path / "r.html").exists()
     code, _, err = cli("inspect", str(tmp_path / "nowhere"))
     assert_one_line_error(code, err, "not a directory")
+
+
+def test_the_cli_takes_storage_options_and_refuses_malformed_ones(tmp_path: Path):
+    import fsspec
+
+    # A memory:// location lives in one process: the CLI runs in this one.
+    fs = fsspec.filesystem("memory")
+    fs.put(str(CHECKPOINT), "/cli-options/ckpt", recursive=True)
+    try:
+        url = "memory:///cli-options/ckpt"
+        assert cli_main(["verify", url, "--storage-option", "skip_instance_cache=true"]) == 0
+        assert cli_main(["inspect", url, "--storage-option", "no-equals-sign"]) == 2
+        dest = "memory:///cli-options/export"
+        assert cli_main(["export", url, dest, "--target-option", "auto_mkdir=true"]) == 0
+        assert fs.find("/cli-options/export")
+    finally:
+        fs.rm("/cli-options", recursive=True)
 
 
 def test_the_cli_names_another_providers_checkpoint(tmp_path: Path):

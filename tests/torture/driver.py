@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from support.testkit_jar import testkit_jar
 from torture import queries
 from torture.queries import SCHEMA, STATE_READS, build
 
@@ -60,10 +61,12 @@ def session(spec: dict, master: str):
          .config("spark.speculation.minTaskRuntime", "3s")
          .config("spark.hadoop.fs.rsfault.impl",
                  "io.rockstate.testing.FaultInjectingFileSystem")
-         .config("spark.hadoop.fs.rsfault.plan", spec.get("plan", "")))
+         .config("spark.hadoop.fs.rsfault.plan", spec.get("plan", ""))
+         # The fault-injecting file system and the store audit: the test kit's jar.
+         .config("spark.jars", str(testkit_jar())))
     for k, v in spec.get("confs", {}).items():
         b = b.config(k, v)
-    # rockstate's jar and plugin in every run: the fault-injecting file system lives there.
+    # rockstate's jar and plugin in every run, whichever provider the spec names.
     spark = rockstate.configure(b, **spec.get("settings", {})).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     provider = {"rockstate": rockstate.PROVIDER_CLASS, "hdfs": HDFS,
@@ -155,7 +158,7 @@ def verify(spec: dict) -> None:
             loc = rockstate.CheckpointLocation(mine)
             per_store = [set(loc.versions(s)) for s in loc.stores()]
             versions = sorted(set.intersection(*per_store)) if per_store else []
-            audits = json.loads(jvm.io.rockstate.storage.StoreAudit.auditCheckpointJson(mine, 100))
+            audits = json.loads(jvm.io.rockstate.testing.StoreAudit.auditCheckpointJson(mine, 100))
             entry["missing"] = sorted({m for a in audits for m in a["missing"]})
             entry["errors"] += [e for a in audits for e in a["errors"]]
             entry["longest_chain"] = max(

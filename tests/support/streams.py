@@ -126,7 +126,7 @@ def run_stream(
 def audit_checkpoint(spark, checkpoint: Path | str, retained: int) -> list[dict]:
     """rockstate's JVM audit of every store: files referenced, retained versions loadable."""
     jvm = spark.sparkContext._jvm
-    reports = json.loads(jvm.io.rockstate.storage.StoreAudit.auditCheckpointJson(
+    reports = json.loads(jvm.io.rockstate.testing.StoreAudit.auditCheckpointJson(
         str(checkpoint), retained))
     assert reports, f"no rockstate store found under {checkpoint}"
     return reports
@@ -226,7 +226,7 @@ def assert_same_as_oracle(spark, build, batches, *, workdir: Path, name: str, sc
     }
     oracle, mine = runs[oracle_provider], runs[rockstate.PROVIDER_CLASS]
     readable = str(mine.checkpoint).replace("s3a://", "s3://", 1)
-    assert rockstate.provider_class(readable, **(storage_options or {})) == \
+    assert rockstate.provider_class(readable, storage_options) == \
         rockstate.PROVIDER_CLASS
     assert oracle.all_rows(), f"{name}: the oracle produced no output; the case tests nothing"
     assert_same_outputs(oracle, mine, name)

@@ -17,6 +17,7 @@ from pyspark.sql import SparkSession
 
 import rockstate
 from rockstate import rewrite
+from rockstate.writable_location import WritableLocation
 
 
 def _pause(marker: Path) -> None:
@@ -38,14 +39,14 @@ def main(checkpoint: str, partitions: int, pause: str, marker: Path) -> None:
 
         rewrite._rewrite_store = first_then_pause
     elif pause == "before-commit":
-        real_publish = rewrite._Checkpoint.publish
+        real_publish = WritableLocation.publish
 
         def publish_then_pause(self, relative, data):
             if relative.startswith("commits/"):
                 _pause(marker)
             real_publish(self, relative, data)
 
-        rewrite._Checkpoint.publish = publish_then_pause
+        WritableLocation.publish = publish_then_pause  # type: ignore[method-assign]
     else:
         raise SystemExit(f"rewrite_child: unknown pause point {pause}")
     rewrite.rescale(spark, checkpoint, partitions)

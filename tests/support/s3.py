@@ -20,7 +20,7 @@ Usage::
     import fsspec
     import rockstate
     from pyspark.sql import SparkSession
-    from s3 import S3Server
+    from support.s3 import S3Server
 
     with S3Server() as s3:
         builder = s3.configure(SparkSession.builder.master("local[1]"))

@@ -1,0 +1,62 @@
+"""The queries and inputs several suites run: six micro-batches of keyed events, a stream-stream
+join over them, and an applyInPandasWithState count."""
+
+from __future__ import annotations
+
+from pyspark.sql import functions as F
+
+SCHEMA = "key STRING, value INT, ts TIMESTAMP"
+
+
+def events(batch: int, keys: str, base_minute: int | None = None) -> list[dict]:
+    minute = batch * 5 if base_minute is None else base_minute
+    return [
+        {"key": k, "value": batch * 10 + i, "ts": f"2026-01-01 00:{minute + i % 3:02d}:00"}
+        for i, k in enumerate(keys)
+    ]
+
+
+BATCHES = [events(b, keys) for b, keys in enumerate(
+    ["aabc", "bcd", "aaee", "f", "abcdef", "gg"])]
+
+
+def join(kind: str):
+    def build(left, right):
+        lw = left.withWatermark("ts", "10 minutes").select(
+            F.col("key").alias("lkey"), F.col("value").alias("lvalue"), F.col("ts").alias("lts"))
+        rw = right.withWatermark("ts", "10 minutes").select(
+            F.col("key").alias("rkey"), F.col("value").alias("rvalue"), F.col("ts").alias("rts"))
+        cond = F.expr("lkey = rkey AND rts BETWEEN lts - INTERVAL 5 MINUTES "
+                      "AND lts + INTERVAL 5 MINUTES")
+        return lw.join(rw, cond, kind)
+    return build
+
+
+def sided(batches: list[list[dict]]) -> list[list[dict]]:
+    return [[{**e, "side": i % 2} for i, e in enumerate(b)] for b in batches]
+
+
+def pandas_count_until_timeout(s):
+    """applyInPandasWithState: counts each key's events until an event-time timeout expires it.
+    The function is defined inside, so it is pickled by value (executors' Python workers cannot
+    import the test modules)."""
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    def count_until_timeout(key, pdfs, state):
+        import pandas as pd
+
+        if state.hasTimedOut:
+            (n,) = state.get
+            state.remove()
+            yield pd.DataFrame({"key": [key[0]], "n": [n], "expired": [True]})
+            return
+        n = state.get[0] if state.exists else 0
+        for pdf in pdfs:
+            n += len(pdf)
+        state.update((n,))
+        state.setTimeoutTimestamp(state.getCurrentWatermarkMs() + 10 * 60 * 1000)
+        yield pd.DataFrame({"key": [key[0]], "n": [n], "expired": [False]})
+
+    return s.withWatermark("ts", "5 minutes").groupBy("key").applyInPandasWithState(
+        count_until_timeout, "key STRING, n LONG, expired BOOLEAN", "n LONG", "append",
+        GroupStateTimeout.EventTimeTimeout)
