@@ -62,6 +62,13 @@ def find(version: str) -> SparkLine | None:
     return next((s for s in LINES if s.line == want), None)
 
 
+def pyspark_requirement() -> str:
+    """The pyspark range the table covers, as ``setup.cfg`` must pin it: from the first line's
+    first release to before the minor line after the last (``pyspark>=4.0,<4.4``)."""
+    first, last = _numbers(LINES[0].line), _numbers(LINES[-1].line)
+    return (f"pyspark>={first[0]}.{first[1]},<{last[0]}.{last[1] + 1}")
+
+
 def unsupported(version: str) -> str:
     """The error for a pyspark no line of this table covers."""
     return (f"rockstate: pyspark {version} is installed; rockstate supports Spark {supported()}. "
