@@ -286,15 +286,17 @@ def _write_partitions(plan: StateRead, fs: Any, path: str,
     import pyarrow.parquet as pq
 
     for part in plan.partitions:
-        table = plan.read((part,), progress)
         folder = posixpath.join(path, f"partition_id={part.partition}")
         if fs.exists(folder):
             fs.rm(folder, recursive=True)
-        if table.num_rows == 0:
-            continue
-        fs.makedirs(folder, exist_ok=True)
-        with fs.open(posixpath.join(folder, "part-0.parquet"), "wb") as out:
-            pq.write_table(table.drop_columns(["partition_id"]), out)
+        table = plan.read((part,), progress)
+        if table.num_rows:
+            fs.makedirs(folder, exist_ok=True)
+            with fs.open(posixpath.join(folder, "part-0.parquet"), "wb") as out:
+                pq.write_table(table.drop_columns(["partition_id"]), out)
+        # Before the next partition is read: its rows, not two partitions', are the peak.
+        del table
+        pa.default_memory_pool().release_unused()
 
 
 def _python_values(arr: pa.Array) -> list:
