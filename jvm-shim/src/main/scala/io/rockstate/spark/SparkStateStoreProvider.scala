@@ -13,19 +13,6 @@ import org.apache.spark.sql.types.StructType
 import io.rockstate.checkpoint.{CheckpointPins, StoreKey}
 import io.rockstate.storage._
 
-/** Everything a provider's init() receives; set once, read by every store and maintenance run. */
-private[spark] final case class ProviderSetup(
-    id: StateStoreId,
-    keySchema: StructType,
-    valueSchema: StructType,
-    defaultFamily: ColumnFamilySpec,
-    useColumnFamilies: Boolean,
-    storeConf: StateStoreConf,
-    hadoopConf: Configuration,
-    conf: RockstateConf,
-    checkpointDir: StoreCheckpointDir,
-    cleaner: RetentionCleaner)
-
 /**
  * rockstate's StateStoreProvider: one per (operator, partition, store name) on an executor.
  * Switched on with
