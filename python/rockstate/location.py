@@ -63,7 +63,6 @@ class CheckpointLocation:
 
     def __init__(self, url: str, **storage_options: Any) -> None:
         self.url = url
-        self.storage_options = dict(storage_options)
         self.fs, self.root = fsspec.core.url_to_fs(url, **storage_options)
         protocols = (self.fs.protocol,) if isinstance(self.fs.protocol, str) else \
             tuple(self.fs.protocol)

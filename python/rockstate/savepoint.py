@@ -107,7 +107,7 @@ def savepoint(source: Any, target: str, *,
     they are copied; that fails loudly and a second attempt takes a newer batch.)"""
     if hasattr(source, "_jsq"):
         source = checkpoint_of(source)
-    loc = open_location(source, storage_options or {})
+    loc = open_location(source, storage_options)
     batch = last_committed_batch(loc)
     plan = _files_of(loc, batch)
     staged = StagedTarget(target, loc.url, "savepoint", target_options)
@@ -252,7 +252,7 @@ def restore(savepoint_url: str, checkpoint: str, *, new_query_id: bool = True,
     if problems:
         raise CorruptCheckpointError(f"the savepoint {savepoint_url} is damaged: "
                                      + "; ".join(problems[:5]))
-    src = open_location(savepoint_url, storage_options or {})
+    src = open_location(savepoint_url, storage_options)
     sp = read_savepoint(src)
     listed = {f.path for f in sp.files}
     if "metadata" not in listed:

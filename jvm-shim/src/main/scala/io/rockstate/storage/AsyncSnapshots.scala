@@ -84,7 +84,7 @@ final class AsyncSnapshots(storeId: String, conf: RockstateConf) extends Logging
   /** An upload running longer than `snapshotUploadTimeoutMs` is cancelled and counted failed. */
   def abandonHung(): Unit = {
     val upload = inFlight.get
-    if (upload != null && AsyncSnapshots.sinceMs(upload.startedNanos) >
+    if (upload != null && Elapsed.sinceMs(upload.startedNanos) >
       conf.snapshotUploadTimeoutMs && finish(upload)) {
       Option(upload.future).foreach(_.cancel(true))
       logWarning(s"rockstate: snapshot upload of version ${upload.version} of $storeId did " +
@@ -123,8 +123,4 @@ final class AsyncSnapshots(storeId: String, conf: RockstateConf) extends Logging
     inFlight.notifyAll()
     mine
   }
-}
-
-object AsyncSnapshots {
-  private def sinceMs(nanos: Long): Long = (System.nanoTime() - nanos) / 1000000
 }

@@ -58,10 +58,10 @@ final case class SnapshotJob(
     val pack = MetaPack.inline(small)
     // An upload that outlived half the orphan grace period may have lost files to another
     // executor's orphan sweep; abandon it rather than write a manifest naming them.
-    if (conf.outlivedGrace(sinceMs(takenAtNanos))) throw outlived(version)
+    if (conf.outlivedGrace(Elapsed.sinceMs(takenAtNanos))) throw outlived(version)
     val (reused, uploaded) = entries.partition(_._2.isDefined)
     val stats = manifest.stats.copy(
-      asyncMs = sinceMs(start),
+      asyncMs = Elapsed.sinceMs(start),
       bytesUploaded = uploaded.map(_._1.size).sum + pack.size,
       bytesReused = reused.map(_._1.size).sum,
       filesUploaded = uploaded.size,
@@ -72,7 +72,7 @@ final case class SnapshotJob(
     val path = remote.writeSnapshotManifest(written)
     // Published; now check what it relied on (see the class comment).
     val lostOwners = reused.flatMap(_._2).distinct.filterNot(remote.exists)
-    if (lostOwners.nonEmpty || conf.outlivedGrace(sinceMs(takenAtNanos))) {
+    if (lostOwners.nonEmpty || conf.outlivedGrace(Elapsed.sinceMs(takenAtNanos))) {
       remote.delete(path)
       lostOwners.foreach(confirmed.forgetOwner)
       if (lostOwners.nonEmpty) {
@@ -89,10 +89,8 @@ final case class SnapshotJob(
     (written, path)
   }
 
-  private def sinceMs(nanos: Long): Long = (System.nanoTime() - nanos) / 1000000
-
   private def outlived(version: Long) = new java.io.IOException(s"rockstate: snapshot of " +
-    s"version $version took ${sinceMs(takenAtNanos)} ms from its local checkpoint (queueing " +
-    s"included), more than half of orphanFileGraceMs (${conf.orphanFileGraceMs}); abandoned, " +
+    s"version $version took ${Elapsed.sinceMs(takenAtNanos)} ms from its local checkpoint " +
+    s"(queueing included), more than half of orphanFileGraceMs (${conf.orphanFileGraceMs}); abandoned, " +
     "its files are left to the orphan sweep. Raise orphanFileGraceMs.")
 }

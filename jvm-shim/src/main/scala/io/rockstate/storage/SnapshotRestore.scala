@@ -86,8 +86,8 @@ final class SnapshotRestore(operatorId: Long, partitionId: Int, storeName: Strin
           "empty state. Restore it or restart the query from an earlier version.")
       }
     }
-    RestoredSnapshot(snapshot, new ConfirmedFiles(
-      snapshot.toSeq.flatMap(_.files.filter(_.kind == "sst")), snapshotRef.map(_.path).getOrElse("")))
+    val ssts = snapshot.toSeq.flatMap(_.files.filter(_.kind == "sst"))
+    RestoredSnapshot(snapshot, new ConfirmedFiles(ssts, snapshotRef.map(_.path).getOrElse("")))
   }
 
   /** The state id a snapshot holds (read from its manifest); empty state's without one. */

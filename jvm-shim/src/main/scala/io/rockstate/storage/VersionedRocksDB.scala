@@ -167,7 +167,7 @@ final class VersionedRocksDB(
     loaded = version
     dirty = false
     loadedByCommit = false
-    lastLoad = LoadStats((System.nanoTime() - start) / 1000000, fetched.bytes, fetched.files,
+    lastLoad = LoadStats(Elapsed.sinceMs(start), fetched.bytes, fetched.files,
       replayed)
   }
 
@@ -245,7 +245,7 @@ final class VersionedRocksDB(
     val log = changelogWriter()
     changelog = None
     log.finish()
-    val late = conf.outlivedGrace(sinceMs(loadedAtNanos))
+    val late = conf.outlivedGrace(Elapsed.sinceMs(loadedAtNanos))
     // The commit's unique id, in its version file's path, named before anything refers to it.
     val id = UUID.randomUUID().toString
     val path = VersionFile.pathOf(version, id)
@@ -260,11 +260,11 @@ final class VersionedRocksDB(
         checkNotStale(version)
         checkLineage(version)
       }
-      val header = manifestOf(version, log, sinceMs(start))
+      val header = manifestOf(version, log, Elapsed.sinceMs(start))
       VersionFile.write(header, log.file, versionFile)
       val (size, crc) = checkpointDir.publishVersion(versionFile, path)
       local.adopt(versionFile, path, crc)
-      if (conf.outlivedGrace(sinceMs(start))) withdrawIfOvertaken(version, path)
+      if (conf.outlivedGrace(Elapsed.sinceMs(start))) withdrawIfOvertaken(version, path)
       // After a snapshot of this very version its changes are in the snapshot already.
       if (base.forall(_.version < version)) {
         chain :+= ChangelogRef(version, path, size, crc, log.records)
@@ -392,7 +392,7 @@ final class VersionedRocksDB(
       snapshots.confirmedOnCommitPath(SnapshotRef(version, path), m.stateId)
       listener.completed(m, path)
     } finally FileUtils.deleteQuietly(checkpoint)
-    math.max(1L, sinceMs(start))
+    math.max(1L, Elapsed.sinceMs(start))
   }
 
   /**
@@ -406,7 +406,7 @@ final class VersionedRocksDB(
       val checkpoint = local.newWorkPath(s"checkpoint-$version")
       try {
         rocksDB.checkpointTo(checkpoint)
-        val syncMs = sinceMs(upload.startedNanos)
+        val syncMs = Elapsed.sinceMs(upload.startedNanos)
         snapshots.upload(upload, SnapshotJob(snapshotManifestOf(version, syncMs, stateId),
           checkpoint, checkpointDir, local, confirmedFiles, conf, upload.startedNanos))
         syncMs
@@ -459,8 +459,6 @@ final class VersionedRocksDB(
 }
 
 object VersionedRocksDB {
-  private def sinceMs(nanos: Long): Long = (System.nanoTime() - nanos) / 1000000
-
   private val EmptyState = SnapshotRestore.EmptyState
   private val DefaultFamilies: Map[String, Int] = Map("default" -> 0)
 }
