@@ -16,8 +16,8 @@ import pytest
 
 import rockstate
 from support.polling import wait_for
+from support.queries import SCHEMA, keyed_batches, two_operators
 from support.streams import run_stream
-from test_checkpoints import SCHEMA, _batches, _two_operators
 
 SOURCE = "plugin.io.rockstate.plugin.RockstatePlugin"
 
@@ -37,7 +37,7 @@ def test_driver_and_executor_figures_reach_the_csv_sink(cluster_spark, workdir: 
     spark = cluster_spark
     app = spark.sparkContext.applicationId
     before = _latest(app, "driver", "checkpointsCompleted") or 0
-    run_stream(spark, rockstate.PROVIDER_CLASS, _two_operators, _batches(4), workdir=workdir,
+    run_stream(spark, rockstate.PROVIDER_CLASS, two_operators, keyed_batches(4), workdir=workdir,
                name="metrics", schema=SCHEMA,
                confs={"spark.sql.shuffle.partitions": "4"})
     # Checkpoints 2 and 4 of this query; the sink writes every 2 s.

@@ -38,6 +38,7 @@ from support.streams import (
     state_frame,
     state_rows,
 )
+from support.tws_queries import tally
 
 # Every key is in state before the change and gets new input after it.
 BATCHES = [events(b, keys) for b, keys in enumerate(
@@ -324,11 +325,9 @@ def test_transform_with_state_rescaled_like_the_oracle(cluster_spark, workdir: P
     query on ``after`` partitions from the start must hold as many rows in each column family
     of each partition (TTL indexes included). On 4.2+, where only Spark's provider runs
     transformWithState, a migration into rockstate is refused, saying why."""
-    from test_transform_with_state import _tws
-
     spark = cluster_spark
     api, mode, start_provider, before, end_provider, after = TWS_CASES[case]
-    build = _tws(api, mode)
+    build = tally(api, mode)
     # In processing time Spark runs a batch whenever idle: only batches with data.
     confs = {} if mode == "EventTime" else {
         "spark.sql.streaming.noDataMicroBatches.enabled": "false"}

@@ -20,6 +20,8 @@ import rockstate
 from rockstate import cli
 from rockstate.location import CheckpointLocation
 from rockstate.report_data import ROCKSTATE, collect
+from support.queries import total_by_key
+from support.savepoints import Relocation, digest, settled
 from support.streams import assert_same_as_oracle, state_rows
 
 SCHEMA = "key STRING, value INT, ts TIMESTAMP"
@@ -97,8 +99,6 @@ def test_executor_killed_with_the_checkpoint_on_s3_loses_nothing(cluster_spark, 
 def test_a_savepoint_on_s3_restores_and_continues(spark, s3, workdir: Path):
     """The savepoint on the S3 server (s3fs), restored to local disk; neither the original nor
     the savepoint changes while the restored query runs."""
-    from test_savepoint import CASES, Relocation, digest, settled
-
     class OnS3(Relocation):
         def __call__(self, query, checkpoint):
             self.saved = rockstate.stop_with_savepoint(
@@ -119,7 +119,7 @@ def test_a_savepoint_on_s3_restores_and_continues(spark, s3, workdir: Path):
 
     relocation = OnS3(workdir, s3.url("savepoints/agg", scheme="s3"), "stopped")
     _, mine = assert_same_as_oracle(
-        spark, CASES["aggregation"][0], BATCHES, workdir=workdir, name="s3-savepoint",
+        spark, total_by_key, BATCHES, workdir=workdir, name="s3-savepoint",
         schema=SCHEMA, restart_at=3, relocate=relocation)
     assert str(mine.checkpoint) == str(workdir / "restored")
     relocation.assert_untouched()

@@ -7,7 +7,6 @@ damaged savepoint reports.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from collections.abc import Callable
@@ -19,65 +18,16 @@ from pyspark.sql import functions as F
 
 import rockstate
 from rockstate.savepoint import SAVEPOINT_FILE, SAVEPOINT_FORMAT, check_savepoint
-from support.queries import BATCHES, SCHEMA, join, sided
+from support.queries import BATCHES, SCHEMA, join, sided, total_by_key
+from support.savepoints import Relocation, digest
 from support.streams import assert_same_as_oracle
 
 FIXTURE = Path(__file__).parent / "fixtures" / "transform-with-state" / "spark-4.0" / "checkpoint"
 
 
-def digest(url: str | Path) -> dict[str, str]:
-    """Every file under ``url`` (checksum sidecars too) -> its SHA-256."""
-    fs, root = fsspec.core.url_to_fs(str(url))
-    return {p[len(root):]: hashlib.sha256(fs.cat_file(p)).hexdigest()
-            for p in sorted(fs.find(root))}
-
-
-def settled(url: str | Path, quiet_s: float = 2.0, limit_s: float = 60.0) -> dict[str, str]:
-    """``digest(url)`` once it stops changing: after a query stops, its last snapshot uploads
-    may still land and the coordinator complete their checkpoint."""
-    import time
-
-    deadline = time.monotonic() + limit_s
-    last = digest(url)
-    while time.monotonic() < deadline:
-        time.sleep(quiet_s)
-        now = digest(url)
-        if now == last:
-            return now
-        last = now
-    raise AssertionError(f"{url} kept changing for {limit_s} s after its query stopped")
-
-
-class Relocation:
-    """``relocate`` for run_stream: a savepoint of the query taken ``how`` ("stopped": with
-    stop_with_savepoint; "running": while the query runs, then stopped), restored to a new
-    location; it remembers what must not change afterwards."""
-
-    def __init__(self, workdir: Path, target: str, how: str) -> None:
-        self.workdir, self.target, self.how = workdir, target, how
-        self.frozen: dict[str, dict[str, str]] = {}
-        self.saved: rockstate.Savepoint | None = None
-
-    def __call__(self, query, checkpoint: Path | str) -> str:
-        if self.how == "stopped":
-            self.saved = rockstate.stop_with_savepoint(query, self.target)
-        else:
-            self.saved = rockstate.savepoint(query, self.target)
-            query.stop()
-        self.frozen = {"original": settled(checkpoint), "savepoint": digest(self.target)}
-        self.original = checkpoint
-        return rockstate.restore(self.target, str(self.workdir / "restored"))
-
-    def assert_untouched(self) -> None:
-        assert self.saved is not None, "the query was never relocated"
-        assert digest(self.target) == self.frozen["savepoint"], "the savepoint changed"
-        assert digest(self.original) == self.frozen["original"], "the original changed"
-
-
 CASES: dict[str, tuple[Callable, list, str, int, tuple]] = {
     # name: (build, batches, output mode, sources, state options)
-    "aggregation": (lambda s: s.groupBy("key").agg(F.sum("value").alias("total")), BATCHES,
-                    "update", 1, ({},)),
+    "aggregation": (total_by_key, BATCHES, "update", 1, ({},)),
     "dedup": (lambda s: s.dropDuplicates(["key"]), BATCHES, "append", 1, ({},)),
     "session-window": (lambda s: s.withWatermark("ts", "5 minutes").groupBy(
         F.session_window("ts", "3 minutes"), "key").agg(F.sum("value").alias("total")),

@@ -1,5 +1,6 @@
 """The queries and inputs several suites run: six micro-batches of keyed events, a stream-stream
-join over them, and an applyInPandasWithState count."""
+join over them, an applyInPandasWithState count, and two stateful operators in one query over
+larger keyed batches."""
 
 from __future__ import annotations
 
@@ -30,6 +31,23 @@ def join(kind: str):
                       "AND lts + INTERVAL 5 MINUTES")
         return lw.join(rw, cond, kind)
     return build
+
+
+def total_by_key(s):
+    """The sum of each key's values."""
+    return s.groupBy("key").agg(F.sum("value").alias("total"))
+
+
+def keyed_batches(n: int) -> list[list[dict]]:
+    """``n`` batches of 40 events over 30 keys, values repeating (so deduplication drops some)."""
+    return [[{"key": f"k{(b * 7 + i) % 30}", "value": (b * 3 + i) % 17,
+              "ts": "2026-01-01 00:00:00"} for i in range(40)] for b in range(n)]
+
+
+def two_operators(s):
+    """Two stateful operators: a deduplication, then an aggregation of what it lets through."""
+    return (s.dropDuplicates(["key", "value"]).groupBy("key")
+            .agg(F.count("*").alias("n"), F.sum("value").alias("t")))
 
 
 def sided(batches: list[list[dict]]) -> list[list[dict]]:
