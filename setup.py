@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import configparser
 import importlib.util
 import shutil
 import sys
@@ -23,16 +24,35 @@ def _load_build_module():
     return module
 
 
+BUILDER = _load_build_module()
+# Installed next to pyspark-client (Spark Connect's client, no JVM), rockstate is a Connect
+# client: it depends on pyspark-client instead of pyspark, and builds no jar.
+CLIENT = BUILDER.target_is_client()
+
+
+def _install_requires() -> list[str]:
+    """setup.cfg's requirements, with pyspark-client for pyspark in a client install."""
+    config = configparser.ConfigParser()
+    config.read(HERE / "setup.cfg")
+    found = [r.strip() for r in config["options"]["install_requires"].splitlines() if r.strip()]
+    if not CLIENT:
+        return found
+    spark = BUILDER.spark_lines.pyspark_requirement()
+    kept = [r for r in found if r != spark and not r.startswith("py4j")]  # py4j: classic only
+    return [*kept, "pyspark-client" + spark[len("pyspark"):]]
+
+
 class BuildPyWithJar(build_py):
     """Compiles jvm-shim/ for the installed Spark line with its pyspark's Scala compiler into
-    rockstate/jars/, and ships the sources beside it."""
+    rockstate/jars/ (not for a client install), and ships the sources beside it."""
 
     def run(self):
         super().run()
-        builder = _load_build_module()
+        builder = BUILDER
         package = Path(self.build_lib) / "rockstate"
         try:
-            builder.build(package / "jars", sources=HERE, quiet=True)
+            if not CLIENT:
+                builder.build(package / "jars", sources=HERE, quiet=True)
         except builder.BuildError as e:
             raise SystemExit(str(e)) from None
         # The sources of every line travel with the package: installed next to another Spark
@@ -43,4 +63,4 @@ class BuildPyWithJar(build_py):
                         ignore=shutil.ignore_patterns("test", "testkit"))
 
 
-setup(cmdclass={"build_py": BuildPyWithJar})
+setup(cmdclass={"build_py": BuildPyWithJar}, install_requires=_install_requires())

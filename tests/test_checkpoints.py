@@ -18,22 +18,11 @@ from pyspark.sql import functions as F
 import rockstate
 from support.executors import kill_an_executor
 from support.polling import wait_for
+from support.queries import SCHEMA, keyed_batches, two_operators
 from support.streams import HDFS, assert_checkpoint_sound, assert_same_outputs, run_stream
 
 SETTING = "spark.sql.streaming.stateStore.rockstate."
-SCHEMA = "key STRING, value INT, ts TIMESTAMP"
 PARTITIONS = 4
-
-
-def _two_operators(s):
-    # Two stateful operators: a deduplication, then an aggregation of what it lets through.
-    return (s.dropDuplicates(["key", "value"]).groupBy("key")
-            .agg(F.count("*").alias("n"), F.sum("value").alias("t")))
-
-
-def _batches(n: int) -> list[list[dict]]:
-    return [[{"key": f"k{(b * 7 + i) % 30}", "value": (b * 3 + i) % 17,
-              "ts": "2026-01-01 00:00:00"} for i in range(40)] for b in range(n)]
 
 
 def _expected_stores() -> set[tuple[int, str, int]]:
@@ -60,8 +49,8 @@ def test_two_operators_four_partitions_complete_checkpoints_of_eight_stores(
         cluster_spark, workdir: Path):
     spark = cluster_spark
     confs = {"spark.sql.shuffle.partitions": str(PARTITIONS)}
-    batches = _batches(6)  # versions 1..6: checkpoints 2, 4 and 6
-    oracle = run_stream(spark, HDFS, _two_operators, batches, workdir=workdir, name="ck-oracle",
+    batches = keyed_batches(6)  # versions 1..6: checkpoints 2, 4 and 6
+    oracle = run_stream(spark, HDFS, two_operators, batches, workdir=workdir, name="ck-oracle",
                         schema=SCHEMA, confs=confs)
     called: list = []
     watcher = rockstate.on_checkpoint_complete(spark, called.append, poll_seconds=0.2)
@@ -75,7 +64,7 @@ def test_two_operators_four_partitions_complete_checkpoints_of_eight_stores(
                 and v.latest.version == 6 and v, "checkpoint 6 to complete")
 
     try:
-        mine = run_stream(spark, rockstate.PROVIDER_CLASS, _two_operators, batches,
+        mine = run_stream(spark, rockstate.PROVIDER_CLASS, two_operators, batches,
                           workdir=workdir, name="ck", schema=SCHEMA, confs=confs,
                           after_batch=last_view)
         wait_for(lambda: 6 in {c.version for c in called}, "the callback for checkpoint 6")
@@ -113,6 +102,17 @@ def test_two_operators_four_partitions_complete_checkpoints_of_eight_stores(
     _assert_files_present(mine.checkpoint, offline.completed)
     assert_checkpoint_sound(spark, mine.checkpoint, retained=5)
 
+    # rockstate's SQL functions (how a Spark Connect client asks) answer as the plugin does,
+    # on the driver; with a column they run on the executors, which have no coordinator.
+    from rockstate.coordinator_channel import SqlFunctionChannel, channel
+
+    sql, py4j = SqlFunctionChannel(spark), channel(spark)
+    assert json.loads(sql.checkpoints_json(view.run_id)) == \
+        json.loads(py4j.checkpoints_json(view.run_id))
+    assert json.loads(sql.completed_since_json(-1)) == json.loads(py4j.completed_since_json(-1))
+    with pytest.raises(Exception, match="answers on the driver only"):
+        spark.range(2).selectExpr("rockstate_completed_since(id)").collect()
+
     # The snapshot figures are in the query's progress too.
     completed = sum(op["customMetrics"]["rockstateSnapshotsCompleted"]
                     for p in mine.progress for op in p["stateOperators"])
@@ -128,7 +128,7 @@ def test_executor_killed_mid_snapshot_its_checkpoint_never_completes(cluster_spa
     # an executor is killed right after batch 1 (which commits version 2).
     confs = {"spark.sql.shuffle.partitions": str(PARTITIONS),
              SETTING + "testing.snapshotUploadDelayMs": "600"}
-    batches = _batches(8)
+    batches = keyed_batches(8)
     killed: list[int] = []
     queries: list = []
 
@@ -154,9 +154,9 @@ def test_executor_killed_mid_snapshot_its_checkpoint_never_completes(cluster_spa
             except AssertionError as e:
                 raise AssertionError(f"{e}: {rockstate.checkpoints(query)}") from None
 
-    oracle = run_stream(spark, HDFS, _two_operators, batches, workdir=workdir,
+    oracle = run_stream(spark, HDFS, two_operators, batches, workdir=workdir,
                         name="ck-kill-oracle", schema=SCHEMA, confs=confs)
-    mine = run_stream(spark, rockstate.PROVIDER_CLASS, _two_operators, batches,
+    mine = run_stream(spark, rockstate.PROVIDER_CLASS, two_operators, batches,
                       workdir=workdir, name="ck-kill", schema=SCHEMA, confs=confs,
                       before_batch=before, after_batch=remember)
     assert killed
@@ -191,7 +191,7 @@ def test_too_many_failed_checkpoints_fail_the_query_with_a_clear_error(spark, wo
             time.sleep(1)
 
     with pytest.raises(Exception) as failure:
-        run_stream(spark, rockstate.PROVIDER_CLASS, _two_operators, _batches(4),
+        run_stream(spark, rockstate.PROVIDER_CLASS, two_operators, keyed_batches(4),
                    workdir=workdir, name="ck-fail", schema=SCHEMA, confs=confs,
                    after_batch=wait_for_failure)
     view = seen[0]
@@ -225,7 +225,7 @@ def test_a_batch_that_fails_after_its_acks_leaves_no_stale_checkpoint(spark, wor
                 .option("checkpointLocation", str(checkpoint)).start())
 
     def feed(i: int) -> None:
-        rows = "".join(json.dumps(r) + "\n" for r in _batches(3)[i])
+        rows = "".join(json.dumps(r) + "\n" for r in keyed_batches(3)[i])
         (src / f".b{i}.tmp").write_text(rows)
         (src / f".b{i}.tmp").rename(src / f"b{i}.json")
 

@@ -3,7 +3,8 @@
 rockstate's jar is compiled against the pyspark of the environment being installed into (see
 python/rockstate/build.py). Only when that environment has no pyspark yet does the build
 environment need one of its own, for its Scala compiler and jars: the newest supported line's,
-which is also what pip will then install beside rockstate.
+which is also what pip will then install beside rockstate. An environment with Spark Connect's
+client (pyspark-client, no jars) gets a client install: no jar, no pyspark (setup.py).
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ def _build_module():
 
 def _pyspark() -> list[str]:
     build = _build_module()
-    if build.target_pyspark() is not None:
-        return []
+    if build.target_pyspark() is not None or build.target_is_client():
+        return []  # the target's own pyspark, or a Connect client's install (no jar to build)
     return [f"pyspark=={build.spark_lines.LINES[-1].tested}"]
 
 

@@ -94,6 +94,20 @@ def target_pyspark() -> Path | None:
     return None
 
 
+def target_is_client() -> bool:
+    """Whether the environment being installed into has Spark Connect's client only
+    (``pyspark-client``: the pyspark package without its jars), so rockstate is a Connect
+    client there: no jar to build, no JVM to run it."""
+    spec = importlib.util.find_spec("pyspark")
+    roots = [Path(next(iter(spec.submodule_search_locations)))] \
+        if spec is not None and spec.submodule_search_locations else []
+    roots += [Path(sysconfig.get_paths()[key]) / "pyspark" for key in ("purelib", "platlib")]
+    for root in roots:
+        if (root / "version.py").is_file():
+            return not (root / "jars").is_dir()
+    return False
+
+
 def pyspark_version(root: Path) -> str:
     version_ns: dict[str, str] = {}
     exec((root / "version.py").read_text(), version_ns)
@@ -169,6 +183,12 @@ def line_sources(root: Path, line: str) -> list[Path]:
     return folders
 
 
+def line_resources(root: Path) -> Path | None:
+    """The files packed into the jar as they are (``META-INF/services``), if any."""
+    folder = root / "jvm-shim" / "src" / "main" / "resources"
+    return folder if folder.is_dir() else None
+
+
 def build(out_dir: Path, sources: Path | None = None, quiet: bool = False) -> Path:
     """Compiles the shim for the installed pyspark's line into ``out_dir/rockstate-shim.jar``
     and returns the jar's path. ``sources``: the folder holding ``jvm-shim/src``."""
@@ -180,7 +200,7 @@ def build(out_dir: Path, sources: Path | None = None, quiet: bool = False) -> Pa
         print(f"rockstate: compiling {len(files)} Scala files against pyspark "
               f"{tc.pyspark_version} (Spark {tc.line})", file=sys.stderr)
     jar = compile_jar(files, out_dir / JAR_NAME, manifest(tc.line, tc.pyspark_version),
-                      quiet=quiet, toolchain_=tc)
+                      quiet=quiet, toolchain_=tc, resources=line_resources(root))
     info = {"pyspark_version": tc.pyspark_version, "spark_line": tc.line, "scala": "2.13",
             "jar": JAR_NAME}
     (out_dir / BUILD_INFO).write_text(json.dumps(info, indent=2) + "\n")
@@ -189,9 +209,10 @@ def build(out_dir: Path, sources: Path | None = None, quiet: bool = False) -> Pa
 
 def compile_jar(files: list[Path], jar: Path, manifest_text: str,
                 classpath: tuple[Path, ...] = (), quiet: bool = True,
-                toolchain_: Toolchain | None = None) -> Path:
+                toolchain_: Toolchain | None = None, resources: Path | None = None) -> Path:
     """Compiles Scala ``files`` against the installed pyspark's jars (and ``classpath``) into
-    ``jar``, written whole or not at all. The tests compile their Scala fixtures with it too."""
+    ``jar`` with the files under ``resources``, written whole or not at all. The tests compile
+    their Scala fixtures with it too."""
     tc = toolchain_ or toolchain()
     with tempfile.TemporaryDirectory(prefix="rockstate-build-") as tmp:
         classes = Path(tmp) / "classes"
@@ -223,6 +244,9 @@ def compile_jar(files: list[Path], jar: Path, manifest_text: str,
             z.writestr("META-INF/MANIFEST.MF", manifest_text)
             for path in sorted(classes.rglob("*.class")):
                 z.write(path, path.relative_to(classes).as_posix())
+            for path in sorted(resources.rglob("*") if resources else ()):
+                if path.is_file():
+                    z.write(path, path.relative_to(resources).as_posix())
         tmp_jar.replace(jar)
     return jar
 

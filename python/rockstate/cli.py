@@ -49,6 +49,18 @@ def _parser() -> argparse.ArgumentParser:
                    ).set_defaults(run=_demo_command)
     sub.add_parser("spark-defaults", help="print spark-defaults.conf lines for rockstate"
                    ).set_defaults(run=_spark_defaults_command)
+    server = sub.add_parser("connect-server", help="run a Spark Connect server that serves "
+                            "rockstate, in the foreground (Ctrl-C stops it)")
+    server.set_defaults(run=_connect_server_command)
+    server.add_argument("--port", type=int, default=15002,
+                        help="the port clients connect to (sc://host:PORT; default 15002)")
+    server.add_argument("--master", default="local[*]",
+                        help="where the server's queries run (default: local[*])")
+    server.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="any other Spark conf for the server (repeat it)")
+    server.add_argument("--print", action="store_true", dest="print_only",
+                        help="print the command (and the start-connect-server.sh one that runs "
+                             "it as a daemon) instead of running it")
     for name, text in (("inspect", "list a checkpoint's stores, versions and snapshots"),
                        ("verify", "check every file a checkpoint's versions need; exit 1 on a "
                                   "problem")):
@@ -154,6 +166,29 @@ def _spark_defaults_command(args: argparse.Namespace, rest: list[str]) -> int:
 
     print(spark_defaults())
     return 0
+
+
+def _connect_server_command(args: argparse.Namespace, rest: list[str]) -> int:
+    from rockstate.connect_server import ConnectServer, shell_line, spark_home
+    from rockstate.jar import jar_path
+
+    conf: dict[str, str] = {}
+    for pair in args.conf:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise RockstateError(f"the conf {pair!r} is not KEY=VALUE")
+        conf[key] = value
+    server = ConnectServer(master=args.master, port=args.port, conf=conf)
+    home, jar = spark_home(), str(jar_path())
+    cmd = server.command(home, jar)
+    if args.print_only:
+        print(shell_line(cmd))
+        print(shell_line(server.daemon_command(home, jar)))
+        return 0
+    print(f"rockstate: Spark Connect server on sc://localhost:{args.port} "
+          f"(master {args.master})", file=sys.stderr, flush=True)
+    env = dict(os.environ, SPARK_HOME=str(home))
+    os.execvpe(cmd[0], cmd, env)  # the server becomes this process: signals reach it
 
 
 def _location(args: argparse.Namespace) -> CheckpointLocation:

@@ -52,6 +52,7 @@ def jar_path() -> Path:
     ``dev/sbt shim/package`` writes to ``jvm-shim/target/rockstate-shim.jar``).
     """
     version = installed_pyspark()
+    _refuse_client_install()
     line = spark_lines.line_of(version)
     override = os.environ.get("ROCKSTATE_JAR")
     if override:
@@ -78,6 +79,17 @@ def jar_path() -> Path:
     return _built_on_first_use(version, built_for)
 
 
+def _refuse_client_install() -> None:
+    import pyspark
+
+    if not (Path(pyspark.__file__).resolve().parent / "jars").is_dir():
+        raise RockstateSetupError(
+            "rockstate: this environment has Spark Connect's client (pyspark-client), which has "
+            "no Spark jars and runs no JVM, so rockstate has no jar here. Connect to a server "
+            "that runs rockstate (start one with `rockstate connect-server` where pyspark is "
+            "installed; docs/connect.md), or install pyspark for a classic session.")
+
+
 def cache_dir() -> Path:
     base = os.environ.get("ROCKSTATE_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "rockstate")
@@ -86,7 +98,7 @@ def cache_dir() -> Path:
 
 def _sources_digest(root: Path) -> str:
     h = hashlib.sha256()
-    for p in sorted(root.rglob("*.scala")):
+    for p in sorted(f for f in root.rglob("*") if f.is_file()):
         h.update(p.relative_to(root).as_posix().encode())
         h.update(p.read_bytes())
     return h.hexdigest()[:16]

@@ -20,9 +20,9 @@ from rockstate.checkpoint_model import (
     parse_completed,
     parse_live_view,
 )
+from rockstate.coordinator_channel import CoordinatorChannel, channel, is_connect
 from rockstate.errors import RockstateSetupError
 from rockstate.location import CheckpointLocation, open_location
-from rockstate.session import bind_thread
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -31,32 +31,20 @@ if TYPE_CHECKING:
 _log = logging.getLogger(__name__)
 
 
-def _plugin(spark: SparkSession | None = None) -> Any:
-    from pyspark import SparkContext
-
-    sc = spark.sparkContext if spark is not None else SparkContext._active_spark_context
-    if sc is None:
-        raise RockstateSetupError("no SparkContext is running in this Python process; give "
-                                  "checkpoints() the checkpoint location instead.")
-    jvm = sc._jvm  # type: ignore[attr-defined]
-    bind_thread(jvm)
-    plugin = jvm.io.rockstate.plugin.RockstateDriverPlugin
-    if not plugin.coordinatorRunning():
-        raise RockstateSetupError(
-            "the rockstate checkpoint coordinator is not running in this driver; create the "
-            "session with rockstate.configure(builder) (it adds spark.plugins="
-            "io.rockstate.plugin.RockstatePlugin).")
-    return plugin
-
-
 def checkpoints(source: StreamingQuery | str | CheckpointLocation,
-                storage_options: dict[str, Any] | None = None) -> QueryCheckpoints:
+                storage_options: dict[str, Any] | None = None,
+                spark: SparkSession | None = None) -> QueryCheckpoints:
     """The checkpoints of a running query, or the completed ones at a checkpoint location
-    (a path or fsspec URL with its ``storage_options``, or a ``CheckpointLocation``)."""
+    (a path or fsspec URL with its ``storage_options``, or a ``CheckpointLocation``).
+
+    A query's view comes from its driver's coordinator: through py4j in a classic session,
+    through rockstate's SQL functions over Spark Connect (``spark``: the query's Connect
+    session, by default the active one)."""
     if hasattr(source, "runId") and hasattr(source, "lastProgress"):
         query: Any = source
-        plugin = _plugin()
-        text = plugin.checkpointsJson(str(query.runId))
+        if is_connect(query) and spark is None:
+            spark = _connect_session()
+        text = channel(spark).checkpoints_json(str(query.runId))
         if text == "null":  # no store of this run has acknowledged anything yet
             return QueryCheckpoints(location="", run_id=str(query.runId),
                                     query_id=str(query.id))
@@ -69,25 +57,25 @@ def checkpoints(source: StreamingQuery | str | CheckpointLocation,
 class CheckpointWatcher:
     """Calls ``callback(checkpoint)`` for each checkpoint the driver completes; ``stop()`` ends it.
 
-    The driver cannot call into Python, so a daemon thread asks it every ``poll_seconds``.
+    The driver cannot call into Python, so a daemon thread asks it every ``poll_seconds`` (in a
+    Spark Connect client, with one small SQL query each time).
     """
 
     def __init__(self, spark: SparkSession, callback: Callable[[Checkpoint], None],
                  poll_seconds: float = 0.5) -> None:
-        self._plugin = _plugin(spark)
-        self._jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+        self._channel: CoordinatorChannel = channel(spark)
         self._callback = callback
         self._poll = poll_seconds
         self._stop = threading.Event()
         # Only completions from now on.
-        seen = json.loads(self._plugin.completedSinceJson(-1))
+        seen = json.loads(self._channel.completed_since_json(-1))
         self._after = max((s for s, _, _ in seen), default=0)
         self._thread = threading.Thread(target=self._run, name="rockstate-checkpoint-watcher",
                                         daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
-        bind_thread(self._jvm)  # this thread's Java peer must see rockstate's classes too
+        self._channel.bind_thread()
         while not self._stop.wait(self._poll):
             try:
                 self.poll_once()
@@ -95,9 +83,9 @@ class CheckpointWatcher:
                 _log.exception("rockstate checkpoint watcher: polling the driver failed")
 
     def poll_once(self) -> None:
-        for seq, run_id, version in json.loads(self._plugin.completedSinceJson(self._after)):
+        for seq, run_id, version in json.loads(self._channel.completed_since_json(self._after)):
             self._after = seq
-            view = json.loads(self._plugin.checkpointsJson(run_id))
+            view = json.loads(self._channel.checkpoints_json(run_id))
             found = [c for c in (view or {}).get("completed", []) if c["version"] == version]
             if found:  # dropped by retention already if not
                 self._callback(parse_completed(found[0]))
@@ -111,3 +99,13 @@ def on_checkpoint_complete(spark: SparkSession, callback: Callable[[Checkpoint],
                            poll_seconds: float = 0.5) -> CheckpointWatcher:
     """Invokes ``callback`` with each checkpoint completed from now on, for every query."""
     return CheckpointWatcher(spark, callback, poll_seconds)
+
+
+def _connect_session() -> SparkSession:
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    spark = ConnectSession.getActiveSession()
+    if spark is None:
+        raise RockstateSetupError("no active Spark Connect session in this thread; pass the "
+                                  "query's session: rockstate.checkpoints(query, spark=spark).")
+    return spark

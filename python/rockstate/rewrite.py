@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rockstate.errors import RockstateError
-from rockstate.session import PROVIDER_CLASS, PROVIDER_KEY
+from rockstate.spark_conf import PROVIDER_CLASS, PROVIDER_KEY
 from rockstate.writable_location import WritableLocation
 
 SHUFFLE_PARTITIONS_KEY = "spark.sql.shuffle.partitions"
