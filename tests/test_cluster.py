@@ -41,6 +41,7 @@ def test_killed_executor_restores_state_from_the_checkpoint(cluster_spark, workd
     assert downloaded > 0, "the lost partitions should have been restored by download"
 
 
+@pytest.mark.main_line_only  # rockstate's own protocol: one kill runs on every line
 def test_executor_killed_during_a_snapshot_upload_loses_nothing(cluster_spark, workdir: Path):
     # Each snapshot file takes 1.5 s to upload: the snapshot version 2 started is still
     # uploading when the executor dies two batches later.
@@ -48,6 +49,7 @@ def test_executor_killed_during_a_snapshot_upload_loses_nothing(cluster_spark, w
                            confs={SETTING + "testing.snapshotUploadDelayMs": "1500"})
 
 
+@pytest.mark.main_line_only  # rockstate's own protocol: one kill runs on every line
 def test_executor_killed_during_cleanup_loses_nothing(cluster_spark, workdir: Path):
     # From version 6 on cleanup expires versions every second and pauses 3 s between deleting
     # manifests and deleting their files: the kill lands inside a cleanup.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -53,7 +54,12 @@ def client_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # pandas 3 makes pyspark warn at import; rockstate itself does not need pandas.
     subprocess.run([*pip, f"pyspark-client=={CLIENT_RELEASES[line]}", "pandas>=2.2,<3"],
                    check=True)
-    subprocess.run([*pip, str(ROOT)], check=True)
+    # From a copy: pip builds a local project in place, and dev/run-tests may be building this
+    # checkout for Spark 4.0's venv meanwhile.
+    source = tmp_path_factory.mktemp("connect-client") / "rockstate"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", "build", "target", "jars", "*.egg-info", "__pycache__", ".tools", "node_modules"))
+    subprocess.run([*pip, str(source)], check=True)
     return venv / "bin" / "python"
 
 
@@ -65,7 +71,7 @@ class Server:
         self.url = f"sc://localhost:{self.port}"
         self.log = log
         with log.open("w") as out:
-            self.process = subprocess.Popen(command(self.port), stdout=out,
+            self.process = subprocess.Popen(command(self.port), stdout=out, cwd=log.parent,
                                             stderr=subprocess.STDOUT, start_new_session=True)
 
     def wait(self) -> None:
@@ -167,7 +173,7 @@ CLIENT_SCRIPT = textwrap.dedent("""
 def _client_result(client_python: Path, url: str, workdir: Path) -> dict:
     script = workdir / "client.py"
     script.write_text(CLIENT_SCRIPT)
-    done = subprocess.run([str(client_python), str(script), url, str(workdir)],
+    done = subprocess.run([str(client_python), str(script), url, str(workdir)], cwd=workdir,
                           capture_output=True, text=True, timeout=600, check=False)
     lines = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
     assert done.returncode == 0 and lines, done.stdout[-3000:] + done.stderr[-5000:]
@@ -252,8 +258,8 @@ def test_remote_local_starts_a_server_with_rockstate_in_this_process(tmp_path: P
         spark.stop()
     """)
     (tmp_path / "local.py").write_text(script)  # a file: pyspark's Connect mistakes -c
-    done = subprocess.run([sys.executable, str(tmp_path / "local.py")], capture_output=True,
-                          text=True, timeout=600, check=False)
+    done = subprocess.run([sys.executable, str(tmp_path / "local.py")], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600, check=False)
     lines = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
     assert done.returncode == 0 and lines, done.stdout[-3000:] + done.stderr[-5000:]
     out = json.loads(lines[-1][len("RESULT "):])
