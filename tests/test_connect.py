@@ -74,10 +74,12 @@ class Server:
             self.process = subprocess.Popen(command(self.port), stdout=out, cwd=log.parent,
                                             stderr=subprocess.STDOUT, start_new_session=True)
 
-    def wait(self) -> None:
+    def wait(self) -> Server:
+        """The server, once it accepts connections (it fails the test if it died)."""
         wait_for(lambda: _listening(self.port) or self.process.poll() is not None,
                  f"the Connect server on port {self.port}", seconds=180)
         assert self.process.poll() is None, self.log.read_text()[-3000:]
+        return self
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -107,9 +109,7 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, 
                                  f"spark.connect.grpc.binding.port={port}"],
                    logs / "plain.log")
     try:
-        ours.wait()
-        plain.wait()
-        yield ours, plain
+        yield ours, plain  # each test waits for the server it uses (Server.wait)
     finally:
         ours.stop()
         plain.stop()
@@ -145,11 +145,16 @@ CLIENT_SCRIPT = textwrap.dedent("""
             for i in range(20):
                 f.write(json.dumps({"k": f"key{i % 7}", "v": batch * 100 + i}) + "\\n")
         query.processAllAvailable()
-    live = rockstate.checkpoints(query)
+    import time
+    deadline = time.monotonic() + 60  # version 4's snapshot uploads after its commit
+    while True:
+        live = rockstate.checkpoints(query)
+        if 4 in [c.version for c in live.completed] or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     out["live_completed"] = [c.version for c in live.completed]
     out["live_location"] = live.location
     out["sums"] = {r[0]: r[1] for r in spark.table("sums").collect()}
-    import time
     deadline = time.monotonic() + 60
     while not completions and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -181,8 +186,9 @@ def _client_result(client_python: Path, url: str, workdir: Path) -> dict:
 
 
 def test_a_connect_client_runs_on_rockstate_and_sees_its_checkpoints(
-        client_python: Path, servers: tuple[Server, Server], tmp_path: Path) -> None:
-    ours, _ = servers
+        servers: tuple[Server, Server], client_python: Path, tmp_path: Path) -> None:
+    # The servers start first and boot while the client's venv is made.
+    ours = servers[0].wait()
     out = _client_result(client_python, ours.url, tmp_path)
     assert not [w for w in out["warnings"] if "CANNOT_MODIFY" in w], out["warnings"]
     assert "pyspark-client" in out["jar_error"], out["jar_error"]
@@ -217,8 +223,8 @@ def test_the_client_install_has_no_jar_and_needs_no_pyspark(client_python: Path)
 
 
 def test_configure_against_a_server_without_rockstate_says_what_to_do(
-        client_python: Path, servers: tuple[Server, Server], tmp_path: Path) -> None:
-    _, plain = servers
+        servers: tuple[Server, Server], client_python: Path, tmp_path: Path) -> None:
+    plain = servers[1].wait()
     # A file, not `python -c`: pyspark-client 4.2 takes a `-c` process for its shell and looks
     # for a Spark installation it does not have.
     script = tmp_path / "configure.py"

@@ -73,7 +73,9 @@ def test_stream_stream_join_on_s3_matches_the_oracle(spark, s3, workdir: Path):
             "l.key = r.key AND r.ts BETWEEN l.ts - INTERVAL 5 MINUTES AND l.ts + "
             "INTERVAL 5 MINUTES"), "inner").select("l.key", "l.value", "r.value")
 
-    sided = [[dict(r, side=i % 2) for i, r in enumerate(rows)] for rows in BATCHES]
+    # Three batches (the CI budget): the join's four stores commit and snapshot on S3; what
+    # eviction by watermark writes is the same on any file system (test_operators runs it).
+    sided = [[dict(r, side=i % 2) for i, r in enumerate(rows)] for rows in BATCHES[:3]]
     _, mine = assert_same_as_oracle(
         spark, join, sided, workdir=workdir, name="s3-join", schema=SCHEMA,
         output_mode="append", sources=2, checkpoint_root=s3.url("join"),

@@ -40,18 +40,6 @@ def test_installed_package_carries_a_jar_built_for_this_pyspark():
         assert (packaged / f"spark-{s.line}" / "scala").is_dir(), s.line
 
 
-def test_build_compiles_the_shim_with_the_wheels_scala_compiler(tmp_path: Path):
-    import pyspark
-
-    out = build.build(tmp_path, sources=REPO, quiet=True)
-    with zipfile.ZipFile(out) as z:
-        names = z.namelist()
-    assert "io/rockstate/state/RockstateStateStoreProvider.class" in names
-    assert "io/rockstate/spark/line/LineStateStore.class" in names
-    assert json.loads((tmp_path / build.BUILD_INFO).read_text())["scala"] == "2.13"
-    assert jar.jar_line(out) == spark_lines.line_of(pyspark.__version__)
-
-
 def test_every_supported_line_has_an_adapter_folder_and_nothing_else_does():
     folders = {p.name for p in (REPO / "jvm-shim" / "src").glob("spark-*")}
     own = {f"spark-{s.line}" for s in spark_lines.LINES}
@@ -147,7 +135,8 @@ def test_jar_built_for_another_line_is_refused_without_sources(monkeypatch: pyte
 def test_jar_for_another_line_is_built_once_on_first_use(monkeypatch: pytest.MonkeyPatch,
                                                          tmp_path: Path, capsys):
     """A wheel built next to another Spark line: the packaged sources are compiled for the
-    installed line on first use, into the cache, and reused after."""
+    installed line on first use (with the pyspark wheel's Scala compiler), into the cache, and
+    reused after."""
     import pyspark
 
     other = _other_line(pyspark.__version__)
@@ -164,6 +153,15 @@ def test_jar_for_another_line_is_built_once_on_first_use(monkeypatch: pytest.Mon
     built = jar.jar_path()
     assert built.is_relative_to(tmp_path / "cache")
     assert jar.jar_line(built) == spark_lines.line_of(pyspark.__version__)
+    # What build.build writes (pip's install runs the same build): the shared classes, the
+    # line's adapter, the SQL functions' service entry, and the build info.
+    with zipfile.ZipFile(built) as z:
+        names = set(z.namelist())
+        services = z.read("META-INF/services/org.apache.spark.sql.SparkSessionExtensionsProvider")
+    assert {"io/rockstate/state/RockstateStateStoreProvider.class",
+            "io/rockstate/spark/line/LineStateStore.class"} <= names
+    assert services.decode().strip() == "io.rockstate.spark.RockstateExtensions"
+    assert json.loads((built.parent / build.BUILD_INFO).read_text())["scala"] == "2.13"
     assert f"compiling the jar for pyspark {pyspark.__version__} once" in capsys.readouterr().err
     again = jar.jar_path()
     assert again == built

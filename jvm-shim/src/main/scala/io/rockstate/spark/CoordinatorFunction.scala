@@ -23,7 +23,7 @@ abstract class CoordinatorFunction extends UnaryExpression with CodegenFallback 
 
   override protected def nullSafeEval(input: Any): Any = {
     if (!RockstateDriverPlugin.coordinatorRunning) {
-      val where = Option(SparkEnv.get).map(_.executorId).getOrElse("?")
+      val where = Option(SparkEnv.get).map(_.executorId).getOrElse("driver")
       throw new IllegalStateException(
         if (where == "driver") {
           s"rockstate: $prettyName() finds no checkpoint coordinator in this driver; start the " +
