@@ -339,6 +339,41 @@ def test_unsafe_rows(rows: list[bytes]):
     refuses_or_reads(lambda: decode_rows(rows, ROW_SCHEMA, 1), ValueError)
 
 
+SPANS_SCHEMA = {"type": "struct", "fields": [
+    {"name": "s", "type": "string", "nullable": True, "metadata": {}},
+    {"name": "b", "type": "binary", "nullable": True, "metadata": {}}]}
+
+
+def _span_row(s: str | None, b: bytes | None) -> bytes:
+    """An UnsafeRow of (string, binary) after a one-byte prefix, as Spark writes it."""
+    bits, slots, tail = 0, [], b""
+    for i, value in enumerate((None if s is None else s.encode(), b)):
+        if value is None:
+            bits |= 1 << i
+            slots.append(0)
+        else:
+            slots.append((8 + 16 + len(tail)) << 32 | len(value))
+            tail += value + b"\0" * (-len(value) % 8)
+    return b"\1" + struct.pack("<qqq", bits, *slots) + tail
+
+
+@fuzz
+@given(st.lists(st.tuples(st.one_of(st.none(), st.text(max_size=12)),
+                          st.one_of(st.none(), st.binary(max_size=12))), min_size=1,
+                max_size=40))
+def test_strings_and_binaries_decode_to_what_was_written(values: list[tuple]):
+    decoded = decode_rows([_span_row(s, b) for s, b in values], SPANS_SCHEMA, 1).to_pylist()
+    assert decoded == [{"s": s, "b": b} for s, b in values]
+
+
+def test_strings_decode_across_the_gather_chunks():
+    """More rows than one gather chunk (65,536), of varying lengths, some null."""
+    values = [(None if i % 97 == 0 else "v" * (i % 13), bytes([i % 251]) * (i % 5))
+              for i in range(140_000)]
+    decoded = decode_rows([_span_row(s, b) for s, b in values], SPANS_SCHEMA, 1).to_pylist()
+    assert decoded == [{"s": s, "b": b} for s, b in values]
+
+
 @fuzz
 @given(st.lists(st.binary(max_size=40), min_size=1, max_size=3), st.binary(max_size=64))
 def test_list_state_values(keys: list[bytes], value: bytes):

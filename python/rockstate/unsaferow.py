@@ -8,8 +8,8 @@ little-endian. Anything else (string, binary, larger decimal, struct, array, map
 are UnsafeRows; arrays are UnsafeArrayData (element count, null bitset, elements, variable
 region); maps are a key array and a value array.
 
-Top-level fixed-width columns are decoded with numpy over all rows at once; variable-length
-and nested values one row at a time.
+Top-level fixed-width columns, strings and binaries are decoded with numpy over all rows at
+once; other variable-length and nested values one row at a time.
 """
 
 from __future__ import annotations
@@ -157,26 +157,56 @@ def _array(buf: bytes, base: int, element: Any) -> list:
             _slot_value(buf, base, elements + width * i, element) for i in range(n)]
 
 
-def _fixed_regions(rows: Sequence[bytes], lengths: np.ndarray, skip: int,
+# Rows gathered at a time: bounds the index arrays numpy builds.
+_CHUNK = 65536
+
+
+def _fixed_regions(joined: np.ndarray, starts: np.ndarray, lengths: np.ndarray, skip: int,
                    fixed_len: int) -> np.ndarray:
-    """The bitset and slots of every row (``lengths``: their sizes) as an (rows x fixed_len)
-    byte matrix."""
-    n = len(rows)
+    """The bitset and slots of every row as an (rows x fixed_len) byte matrix. ``joined``: the
+    rows back to back; ``starts``, ``lengths``: where each row is in it."""
+    n = len(lengths)
     short = np.flatnonzero(lengths - skip < fixed_len)
     if short.size:
         i = int(short[0])
         raise ValueError(f"row {i} has {lengths[i] - skip} bytes, fewer than the "
                          f"{fixed_len} its schema's fixed region needs: the schema does not "
                          "match the state")
-    joined = np.frombuffer(b"".join(rows), dtype=np.uint8)
     if lengths.min() == lengths.max():  # fixed-width rows: a plain reshape
         return joined.reshape(n, int(lengths[0]))[:, skip:skip + fixed_len]
-    starts = np.cumsum(lengths) - lengths + skip
     out = np.empty((n, fixed_len), dtype=np.uint8)
     columns = np.arange(fixed_len)
-    for at in range(0, n, 65536):  # bounded index arrays
-        out[at:at + 65536] = joined[starts[at:at + 65536, None] + columns]
+    for at in range(0, n, _CHUNK):
+        out[at:at + _CHUNK] = joined[starts[at:at + _CHUNK, None] + skip + columns]
     return out
+
+
+def _variable_bytes(joined: np.ndarray, starts: np.ndarray, offsets: np.ndarray,
+                    sizes: np.ndarray, nulls: np.ndarray) -> pa.Array:
+    """A binary column of the spans ``offsets``/``sizes`` (checked by :func:`_spans`) of every
+    row, gathered with numpy: no Python object per row."""
+    n = len(starts)
+    sizes = np.where(nulls, 0, sizes)
+    ends = np.cumsum(sizes)
+    total = int(ends[-1]) if n else 0
+    data = np.empty(total, dtype=np.uint8)
+    begins = starts + offsets
+    for at in range(0, n, _CHUNK):
+        part = sizes[at:at + _CHUNK]
+        count = int(part.sum())
+        if count == 0:
+            continue
+        first = int(ends[at] - sizes[at])
+        # Each byte's source: its span's start, plus its place within the span.
+        within = np.arange(count) - np.repeat(ends[at:at + _CHUNK] - part - first, part)
+        data[first:first + count] = joined[np.repeat(begins[at:at + _CHUNK], part) + within]
+    large = total >= 2**31 - 1
+    offsets_out = np.zeros(n + 1, dtype=np.int64 if large else np.int32)
+    offsets_out[1:] = ends
+    validity = pa.array(~nulls).buffers()[1] if nulls.any() else None
+    return pa.Array.from_buffers(pa.large_binary() if large else pa.binary(), n,
+                                 [validity, pa.py_buffer(offsets_out), pa.py_buffer(data)],
+                                 null_count=int(nulls.sum()))
 
 
 def _spans(lengths: np.ndarray, fixed: np.ndarray, slot: int, skip: int,
@@ -209,7 +239,9 @@ def decode_rows(rows: Sequence[bytes], schema: dict, skip: int = 0) -> pa.Struct
     if n == 0:
         return pa.array([], type=typ)
     lengths = np.fromiter(map(len, rows), dtype=np.int64, count=n)
-    fixed = _fixed_regions(rows, lengths, skip, fixed_len)
+    joined = np.frombuffer(b"".join(rows), dtype=np.uint8)
+    starts = np.cumsum(lengths) - lengths
+    fixed = _fixed_regions(joined, starts, lengths, skip, fixed_len)
     children = []
     for i, f in enumerate(fields):
         nulls = (fixed[:, i >> 3] >> (i & 7) & 1).astype(bool)
@@ -228,11 +260,10 @@ def decode_rows(rows: Sequence[bytes], schema: dict, skip: int = 0) -> pa.Struct
             arr = pa.nulls(n)
         elif t in ("string", "binary"):
             offsets, sizes = _spans(lengths, fixed, slot, skip, nulls, f["name"])
-            items = [None if nulls[j] else rows[j][offsets[j]:offsets[j] + sizes[j]]
-                     for j in range(n)]
-            arr = pa.array(items, type=pa.binary())
+            arr = _variable_bytes(joined, starts, offsets, sizes, nulls)
             if t == "string":
-                arr = arr.cast(pa.string())
+                arr = arr.cast(pa.large_string() if arr.type == pa.large_binary()
+                               else pa.string())
         elif isinstance(t, dict) and t.get("type") == "struct":
             offsets, sizes = _spans(lengths, fixed, slot, skip, nulls, f["name"])
             nested = [b"" if nulls[j] else rows[j][offsets[j]:offsets[j] + sizes[j]]
@@ -249,4 +280,7 @@ def decode_rows(rows: Sequence[bytes], schema: dict, skip: int = 0) -> pa.Struct
                 raise ValueError(f"field {f['name']!r} of a row is damaged ({e})") from None
             arr = pa.array(items, type=arrow_type(t))
         children.append(arr)
-    return pa.StructArray.from_arrays(children, fields=list(typ))
+    # A column past 2 GiB is large_string/large_binary: its field says so.
+    return pa.StructArray.from_arrays(children, fields=[
+        f if f.type == c.type else pa.field(f.name, c.type, f.nullable)
+        for f, c in zip(typ, children, strict=True)])
