@@ -71,16 +71,9 @@ def _hand_local_server_rockstate() -> None:
     """Puts the jar and the plugin in the conf of the Connect server pyspark starts in this
     process. Its ``spark.plugins`` is pyspark's own (the Connect plugin), so rockstate's plugin
     goes in Spark's ``spark.plugins.defaultList``, which Spark loads beside it."""
-    from rockstate.build import BuildError, find_java
-    from rockstate.jar import jar_path
-    from rockstate.running_jvm import prepare_running_jvm
+    from rockstate.running_jvm import jar_for_this_driver
 
-    try:
-        find_java()
-    except BuildError as e:
-        raise RockstateSetupError(str(e)) from None
-    jar = str(jar_path())
-    prepare_running_jvm(jar)
+    jar = jar_for_this_driver()
     count = int(os.environ.get(INIT_CONF_COUNT, "0"))
     # pyspark keeps only the last of these (it reassigns in its loop), so merge into one.
     conf: dict[str, str] = json.loads(os.environ[INIT_CONF.format(count - 1)]) if count else {}

@@ -5,8 +5,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from rockstate.build import BuildError, find_java
 from rockstate.errors import RockstateSetupError
+from rockstate.jar import jar_path
 from rockstate.spark_conf import PLUGIN_CLASS
+
+
+def jar_for_this_driver() -> str:
+    """rockstate's jar for a driver this Python process runs (a classic session, or the Connect
+    server pyspark starts for ``remote("local")``): Java is checked, and a JVM this process
+    already runs is made able to load the jar (:func:`prepare_running_jvm`)."""
+    try:
+        find_java()
+    except BuildError as e:
+        raise RockstateSetupError(str(e)) from None
+    jar = str(jar_path())
+    prepare_running_jvm(jar)
+    return jar
 
 
 def _loads(jvm: Any, loader: Any) -> bool:

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rockstate.build import BuildError, find_java
 from rockstate.connect_client import configure_remote, remote_of
-from rockstate.errors import RockstateSetupError
 from rockstate.jar import jar_path
-from rockstate.running_jvm import prepare_running_jvm
+from rockstate.running_jvm import jar_for_this_driver
 from rockstate.spark_conf import (
     PLUGIN_CLASS,
     PROVIDER_CLASS,
@@ -40,12 +38,7 @@ def configure(builder: SparkSession.Builder, **settings: object) -> SparkSession
     url = remote_of(builder)
     if url is not None:
         return configure_remote(builder, url, settings)
-    try:
-        find_java()
-    except BuildError as e:
-        raise RockstateSetupError(str(e)) from None
-    jar = str(jar_path())
-    prepare_running_jvm(jar)
+    jar = jar_for_this_driver()
     options: dict[str, str] = getattr(builder, "_options", {})
     builder.config("spark.jars", append_item(options.get("spark.jars"), jar))
     builder.config("spark.plugins", append_item(options.get("spark.plugins"), PLUGIN_CLASS))
