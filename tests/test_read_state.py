@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import json
 from pathlib import Path
 
 import fsspec
@@ -167,20 +168,27 @@ def test_a_damaged_snapshot_file_is_an_error_not_empty_state(checkpoints, tmp_pa
 
 def test_export_writes_one_dataset_per_operator_partitioned_by_partition(
         checkpoints, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    from rockstate.read import StateRead
+    from rockstate import read
 
-    # One partition in memory at a time: every read export makes is of a single partition.
-    reads: list[int] = []
-    read = StateRead.read
+    # Streamed: no partition is read whole, and no chunk holds more rows than the chunk size
+    # (3 here, so every partition takes several).
+    chunks: list[int] = []
+    stream = read.store_entry_chunks
 
-    def counted(self, partitions=None, progress=None):
-        reads.append(len(self.partitions if partitions is None else partitions))
-        return read(self, partitions, progress)
+    def counted(*args, **kwargs):
+        for keys, values in stream(*args, **kwargs):
+            chunks.append(len(keys))
+            yield keys, values
 
-    monkeypatch.setattr(StateRead, "read", counted)
+    def whole(self, partitions=None, progress=None):
+        raise AssertionError("export read a partition whole")
+
+    monkeypatch.setattr(read, "EXPORT_CHUNK_ROWS", 3)
+    monkeypatch.setattr(read, "store_entry_chunks", counted)
+    monkeypatch.setattr(read.StateRead, "read", whole)
     dest = tmp_path / "export"
     written = rockstate.export(str(checkpoints["agg"]), str(dest))
-    assert reads == [1, 1]
+    assert chunks and max(chunks) <= 3 and len(chunks) > 2
     monkeypatch.undo()
     assert written == [str(dest / "operator=0" / "store=default")]
     assert sorted(p.name for p in (dest / "operator=0" / "store=default").iterdir()) == \
@@ -190,6 +198,11 @@ def test_export_writes_one_dataset_per_operator_partitioned_by_partition(
     assert back.num_rows == whole.num_rows > 0
     assert sorted(back.column("partition_id").to_pylist()) == \
         sorted(whole.column("partition_id").to_pylist())
+
+    def rows(table):  # every row whole, comparable
+        return sorted(json.dumps(r, sort_keys=True, default=str)
+                      for r in read.table_rows(table.select(["key", "value", "partition_id"])))
+    assert rows(back) == rows(whole)
 
 
 def test_cli_read_and_export_run_without_spark(checkpoints, tmp_path: Path):

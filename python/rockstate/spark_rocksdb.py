@@ -23,7 +23,8 @@ import posixpath
 import struct
 import tempfile
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from rockstate import decompress
@@ -239,6 +240,14 @@ def _stage_shared_file(loc: CheckpointLocation, path: str, f: dict, entry: str, 
 def open_read_only(directory: str, where: str) -> dict[bytes, bytes]:
     """Every key and value of the RocksDB laid out in ``directory`` (a staged snapshot);
     a snapshot RocksDB cannot open (a file missing or damaged) is CorruptCheckpointError."""
+    with read_only_items(directory, where) as items:
+        return dict(items)
+
+
+@contextmanager
+def read_only_items(directory: str, where: str) -> Iterator[Iterator[tuple[bytes, bytes]]]:
+    """The keys and values of the RocksDB in ``directory``, in key order, while the block
+    runs; one that RocksDB cannot open is CorruptCheckpointError."""
     from rocksdict import AccessType, Rdict
 
     try:
@@ -248,7 +257,7 @@ def open_read_only(directory: str, where: str) -> dict[bytes, bytes]:
             f"RocksDB cannot open the snapshot {where} ({e}); it is damaged or incomplete. "
             "Run `rockstate verify` to see what else is.") from None
     try:
-        return dict(db.items())
+        yield iter(db.items())
     finally:
         db.close()
 

@@ -1,0 +1,80 @@
+"""The changelog overlay (rockstate.changelog_overlay) against the plain replay it stands for:
+every op applied in order to a dict of the snapshot's entries. Applied to a dict, to the
+snapshot's sorted keys and values (what read_state does) and streamed past the snapshot's keys
+(what export does), it must give the same entries for any sequence of puts, deletes, merges
+and range deletes."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rockstate.changelog_overlay import ChangelogOverlay
+
+KEYS = st.sampled_from([b"a", b"b", b"c", b"d", b"e", b"f"])
+VALUES = st.sampled_from([b"1", b"2", b"3"])
+OPS = st.one_of(
+    st.tuples(st.just("put"), KEYS, VALUES),
+    st.tuples(st.just("delete"), KEYS, st.none()),
+    st.tuples(st.just("merge"), KEYS, VALUES),
+    st.tuples(st.just("deleteRange"), KEYS, KEYS),
+)
+
+
+def _replayed(snapshot: dict[bytes, bytes], ops: list[tuple]) -> dict[bytes, bytes]:
+    entries = dict(snapshot)
+    for op, key, value in ops:
+        if op == "put":
+            entries[key] = value
+        elif op == "delete":
+            entries.pop(key, None)
+        elif op == "merge":
+            old = entries.get(key)
+            entries[key] = value if old is None else old + b"," + value
+        else:
+            for k in [k for k in entries if key <= k < value]:
+                del entries[k]
+    return entries
+
+
+def _overlay(ops: list[tuple]) -> ChangelogOverlay:
+    overlay = ChangelogOverlay()
+    for op, key, value in ops:
+        if op == "put":
+            overlay.put(key, value)
+        elif op == "delete":
+            overlay.delete(key)
+        elif op == "merge":
+            overlay.merge(key, value)
+        else:
+            overlay.delete_range(key, value)
+    return overlay
+
+
+def _streamed(snapshot: dict[bytes, bytes], overlay: ChangelogOverlay) -> dict[bytes, bytes]:
+    out: dict[bytes, bytes] = {}
+    for key in sorted(snapshot):
+        if overlay.touches(key):
+            value = overlay.value_of(key, snapshot[key])
+        elif overlay.in_range(key):
+            continue
+        else:
+            value = snapshot[key]
+        if value is not None:
+            out[key] = value
+    for key in (*overlay.final, *overlay.merged):
+        if key not in snapshot and (value := overlay.value_of(key, None)) is not None:
+            out[key] = value
+    return out
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.dictionaries(KEYS, VALUES), st.lists(OPS, max_size=12))
+def test_the_overlay_gives_what_replaying_every_op_gives(snapshot, ops):
+    expected = _replayed(snapshot, ops)
+    assert _overlay(ops).apply_to(dict(snapshot)) == expected
+    assert _streamed(snapshot, _overlay(ops)) == expected
+    keys = sorted(snapshot)
+    sorted_keys, values = _overlay(ops).apply_to_sorted(keys, [snapshot[k] for k in keys])
+    assert dict(zip(sorted_keys, values, strict=True)) == expected
+    assert len(sorted_keys) == len(expected)
