@@ -48,16 +48,15 @@ class BuildPyWithJar(build_py):
 
     def run(self):
         super().run()
-        builder = BUILDER
         package = Path(self.build_lib) / "rockstate"
         try:
             if not CLIENT:
-                builder.build(package / "jars", sources=HERE, quiet=True)
-        except builder.BuildError as e:
+                BUILDER.build(package / "jars", sources=HERE, quiet=True)
+        except BUILDER.BuildError as e:
             raise SystemExit(str(e)) from None
         # The sources of every line travel with the package: installed next to another Spark
         # line than the jar's (a wheel built elsewhere), rockstate builds its jar on first use.
-        target = package / builder.PACKAGED_SOURCES / "jvm-shim" / "src"
+        target = package / BUILDER.PACKAGED_SOURCES / "jvm-shim" / "src"
         shutil.rmtree(target, ignore_errors=True)
         shutil.copytree(HERE / "jvm-shim" / "src", target,
                         ignore=shutil.ignore_patterns("test", "testkit"))

@@ -3,12 +3,13 @@
 A version is its snapshot with the changelogs after it replayed on top. Replaying them into
 a small overlay (rather than into a dict of every key) lets a reader stream the snapshot's keys
 past it in bounded memory (``export``), or apply it to the snapshot's sorted keys and values
-by bisection (``read_state``), or to a dict.
+by bisection (``read_state``).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 
@@ -62,20 +63,22 @@ class ChangelogOverlay:
             return suffix if snapshot_value is None else snapshot_value + b"," + suffix
         return None if self.in_range(key) else snapshot_value
 
-    def apply_to(self, entries: dict[bytes, bytes]) -> dict[bytes, bytes]:
-        """``entries`` (the snapshot's) changed in place to the version's, and returned."""
-        for start, end in self.ranges:
-            for key in [k for k in entries if start <= k < end]:
-                del entries[key]
-        for key, value in self.final.items():
-            if value is None:
-                entries.pop(key, None)
-            else:
-                entries[key] = value
-        for key, suffix in self.merged.items():
-            old = entries.get(key)
-            entries[key] = suffix if old is None else old + b"," + suffix
-        return entries
+    def stream(self, snapshot: Iterator[tuple[bytes, bytes]]
+               ) -> Iterator[tuple[bytes, bytes]]:
+        """The version's entries, from the snapshot's (in key order) streamed past the
+        overlay, then the keys the changelogs added; nothing but the overlay is held."""
+        seen: set[bytes] = set()
+        for key, value in snapshot:
+            if self.touches(key):
+                seen.add(key)
+                changed = self.value_of(key, value)
+                if changed is not None:
+                    yield key, changed
+            elif not (self.ranges and self.in_range(key)):
+                yield key, value
+        for key in (*self.final, *self.merged):
+            if key not in seen and (value := self.value_of(key, None)) is not None:
+                yield key, value
 
     def apply_to_sorted(self, keys: list[bytes], values: list[bytes]
                         ) -> tuple[list[bytes], list[bytes]]:

@@ -135,13 +135,21 @@ def _target(p: argparse.ArgumentParser, name: str, text: str) -> None:
                    help=f"an fsspec option for the {name}'s file system (as --storage-option)")
 
 
-def _options(pairs: list[str]) -> dict[str, Any]:
-    """``KEY=VALUE`` pairs as fsspec storage options; a VALUE that parses as JSON is JSON."""
-    out: dict[str, Any] = {}
+def _key_values(pairs: list[str], what: str) -> dict[str, str]:
+    """``KEY=VALUE`` pairs as a dict; a pair without ``=`` or a key is refused, naming it."""
+    out: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise RockstateError(f"the option {pair!r} is not KEY=VALUE")
+            raise RockstateError(f"the {what} {pair!r} is not KEY=VALUE")
+        out[key] = value
+    return out
+
+
+def _options(pairs: list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs as fsspec storage options; a VALUE that parses as JSON is JSON."""
+    out: dict[str, Any] = {}
+    for key, value in _key_values(pairs, "option").items():
         try:
             out[key] = json.loads(value)
         except ValueError:
@@ -172,13 +180,8 @@ def _connect_server_command(args: argparse.Namespace, rest: list[str]) -> int:
     from rockstate.connect_server import ConnectServer, shell_line, spark_home
     from rockstate.jar import jar_path
 
-    conf: dict[str, str] = {}
-    for pair in args.conf:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise RockstateError(f"the conf {pair!r} is not KEY=VALUE")
-        conf[key] = value
-    server = ConnectServer(master=args.master, port=args.port, conf=conf)
+    server = ConnectServer(master=args.master, port=args.port,
+                           conf=_key_values(args.conf, "conf"))
     home, jar = spark_home(), str(jar_path())
     cmd = server.command(home, jar)
     if args.print_only:

@@ -74,7 +74,7 @@ class SqlFunctionChannel:
 def channel(spark: SparkSession | None = None) -> CoordinatorChannel:
     """The channel to the coordinator of ``spark``'s driver (default: the running session)."""
     if spark is None:
-        spark = _active_connect_session()
+        spark = active_connect_session()
     if spark is not None and is_connect(spark):
         return SqlFunctionChannel(spark)
     from pyspark import SparkContext
@@ -94,7 +94,7 @@ def channel(spark: SparkSession | None = None) -> CoordinatorChannel:
     return DriverPluginChannel(plugin, jvm)
 
 
-def _active_connect_session() -> SparkSession | None:
+def active_connect_session() -> SparkSession | None:
     """The active Spark Connect session of this thread, if the client is installed and has one."""
     try:
         from pyspark.sql.connect.session import SparkSession as ConnectSession

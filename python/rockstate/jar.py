@@ -15,7 +15,14 @@ import zipfile
 from pathlib import Path
 
 from rockstate import spark_lines
-from rockstate.build import BUILD_INFO, JAR_NAME, PACKAGED_SOURCES, BuildError, build
+from rockstate.build import (
+    BUILD_INFO,
+    JAR_NAME,
+    PACKAGED_SOURCES,
+    BuildError,
+    build,
+    target_is_client,
+)
 from rockstate.errors import RockstateSetupError
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -80,9 +87,7 @@ def jar_path() -> Path:
 
 
 def _refuse_client_install() -> None:
-    import pyspark
-
-    if not (Path(pyspark.__file__).resolve().parent / "jars").is_dir():
+    if target_is_client():  # the running pyspark, found the way the build finds it
         raise RockstateSetupError(
             "rockstate: this environment has Spark Connect's client (pyspark-client), which has "
             "no Spark jars and runs no JVM, so rockstate has no jar here. Connect to a server "

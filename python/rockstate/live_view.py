@@ -20,7 +20,12 @@ from rockstate.checkpoint_model import (
     parse_completed,
     parse_live_view,
 )
-from rockstate.coordinator_channel import CoordinatorChannel, channel, is_connect
+from rockstate.coordinator_channel import (
+    CoordinatorChannel,
+    active_connect_session,
+    channel,
+    is_connect,
+)
 from rockstate.errors import RockstateSetupError
 from rockstate.location import CheckpointLocation, open_location
 
@@ -43,7 +48,11 @@ def checkpoints(source: StreamingQuery | str | CheckpointLocation,
     if hasattr(source, "runId") and hasattr(source, "lastProgress"):
         query: Any = source
         if is_connect(query) and spark is None:
-            spark = _connect_session()
+            spark = active_connect_session()
+            if spark is None:
+                raise RockstateSetupError(
+                    "no active Spark Connect session in this thread; pass the query's session: "
+                    "rockstate.checkpoints(query, spark=spark).")
         text = channel(spark).checkpoints_json(str(query.runId))
         if text == "null":  # no store of this run has acknowledged anything yet
             return QueryCheckpoints(location="", run_id=str(query.runId),
@@ -100,12 +109,3 @@ def on_checkpoint_complete(spark: SparkSession, callback: Callable[[Checkpoint],
     """Invokes ``callback`` with each checkpoint completed from now on, for every query."""
     return CheckpointWatcher(spark, callback, poll_seconds)
 
-
-def _connect_session() -> SparkSession:
-    from pyspark.sql.connect.session import SparkSession as ConnectSession
-
-    spark = ConnectSession.getActiveSession()
-    if spark is None:
-        raise RockstateSetupError("no active Spark Connect session in this thread; pass the "
-                                  "query's session: rockstate.checkpoints(query, spark=spark).")
-    return spark

@@ -136,16 +136,7 @@ def store_entries(loc: CheckpointLocation, store: StoreRef, version: int,
     """Every key and value of one store at ``version``, as RocksDB holds them. A store with
     column families (transformWithState) is read one ``family`` at a time, its keys without
     the family's id."""
-    m = _checked_manifest(loc, store, version, family)
-    if m is None:
-        return {}
-    with _staged_snapshot(loc, store, version, m) as items:
-        entries = dict(items)
-    entries = _overlay(loc, store, version, m).apply_to(entries)
-    if family is None:
-        return entries
-    prefix = family_prefix(m.column_families[family])
-    return {k[len(prefix):]: v for k, v in entries.items() if k.startswith(prefix)}
+    return dict(zip(*store_entry_lists(loc, store, version, family), strict=True))
 
 
 def store_entry_lists(loc: CheckpointLocation, store: StoreRef, version: int,
@@ -187,29 +178,14 @@ def store_entry_chunks(loc: CheckpointLocation, store: StoreRef, version: int,
     prefix = b"" if family is None else family_prefix(m.column_families[family])
     keys: list[bytes] = []
     values: list[bytes] = []
-    seen: set[bytes] = set()
-
-    def keep(key: bytes, value: bytes | None) -> bool:
-        if value is None or not key.startswith(prefix):
-            return False
-        keys.append(key[len(prefix):])
-        values.append(value)
-        return len(keys) >= rows
-
     with _staged_snapshot(loc, store, version, m) as items:
-        for key, value in items:
-            if overlay.touches(key):
-                seen.add(key)
-                value = overlay.value_of(key, value)
-            elif overlay.ranges and overlay.in_range(key):
-                continue
-            if keep(key, value):
-                yield keys, values
-                keys, values = [], []
-    for key in (*overlay.final, *overlay.merged):
-        if key not in seen and keep(key, overlay.value_of(key, None)):
-            yield keys, values
-            keys, values = [], []
+        for key, value in overlay.stream(items):
+            if key.startswith(prefix):
+                keys.append(key[len(prefix):])
+                values.append(value)
+                if len(keys) >= rows:
+                    yield keys, values
+                    keys, values = [], []
     if keys:
         yield keys, values
 
