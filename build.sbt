@@ -73,7 +73,10 @@ lazy val shim = (project in file("jvm-shim"))
     libraryDependencies += "org.scalatest" %% "scalatest" % "3.2.19" % Test,
     libraryDependencies += "org.scalatestplus" %% "scalacheck-1-18" % "3.2.19.0" % Test,
     scalacOptions ++= Seq("-deprecation", "-feature", "-release", "17"),
-    Compile / packageBin / artifactPath := target.value / "rockstate-shim.jar",
+    // Classes per Spark line (dev/spark-suites compiles the shim for another line than the
+    // installed pyspark's); the jar stays where the docs and ROCKSTATE_JAR expect it.
+    target := baseDirectory.value / "target" / s"spark-$sparkLine",
+    Compile / packageBin / artifactPath := baseDirectory.value / "target" / "rockstate-shim.jar",
     Test / fork := true,
     Test / parallelExecution := false,
     Test / javaOptions ++= Seq(
@@ -89,6 +92,30 @@ lazy val shim = (project in file("jvm-shim"))
       "--add-opens=java.base/sun.nio.cs=ALL-UNNAMED",
       "--add-opens=java.base/sun.security.action=ALL-UNNAMED",
       "--add-opens=java.base/sun.util.calendar=ALL-UNNAMED"))
+
+// Spark's own provider-generic test suites, run against rockstate (dev/spark-suites): compiled
+// against the Spark of the jars folder and that same release's test classes from Maven Central
+// (its `tests` jars, taken without their dependencies: the jars folder has them). Only a Spark
+// release published to Maven with its tests fits (4.2.0 is the newest). Not in `root`, so
+// `dev/sbt test` never resolves it.
+lazy val sparkSuites = (project in file("spark-suites"))
+  .dependsOn(shim)
+  .settings(
+    Compile / unmanagedJars ++= sparkJars.map(Attributed.blank),
+    Test / unmanagedJars ++= sparkJars.map(Attributed.blank),
+    libraryDependencies ++= Seq("spark-core", "spark-catalyst", "spark-sql", "spark-common-utils",
+      "spark-sql-api").map(m => ("org.apache.spark" %% m % sparkVersion % Test)
+        .classifier("tests").intransitive()),
+    libraryDependencies += "org.scalatest" %% "scalatest" % "3.2.19" % Test,
+    libraryDependencies += "org.scalatestplus" %% "scalacheck-1-18" % "3.2.19.0" % Test,
+    scalacOptions ++= Seq("-feature", "-release", "17"),
+    Test / fork := true,
+    Test / parallelExecution := false,
+    // As Spark's own build runs these suites.
+    Test / envVars += "SPARK_TESTING" -> "1",
+    Test / javaOptions ++= (shim / Test / javaOptions).value.filterNot(_.startsWith("-Xmx")) ++
+      Seq("-Xmx2g", "-Dspark.testing=1", "-Dspark.ui.enabled=false", "-Dspark.ui.showConsoleProgress=false"),
+    publish / skip := true)
 
 lazy val root = (project in file("."))
   .aggregate(shim)

@@ -4,7 +4,8 @@
 rockstate state store provider; ``rockstate.checkpoints(query)`` shows the checkpoints the
 driver's coordinator completes (``rockstate.show_checkpoints(query)`` keeps them fresh in a
 notebook); ``rockstate.CheckpointLocation`` and ``rockstate.verify`` read and check a checkpoint
-location without Spark, and ``rockstate.report`` draws its history as one HTML page.
+location without Spark (``rockstate.read_state`` / ``rockstate.read_changes``: its state and its
+change feed as Arrow), and ``rockstate.report`` draws its history as one HTML page.
 ``rockstate.savepoint`` / ``rockstate.restore`` copy a query to a self-contained savepoint and
 start new checkpoints from it. ``rockstate.rescale`` / ``rockstate.migrate`` rewrite a stopped
 query's state for a new partition count or another state store provider.
@@ -12,6 +13,7 @@ query's state for a new partition count or another state store provider.
 
 from __future__ import annotations
 
+from rockstate.changes import read_changes
 from rockstate.checkpoint_model import Checkpoint, QueryCheckpoints, StoreAck
 from rockstate.errors import CorruptCheckpointError, RockstateError, RockstateSetupError
 from rockstate.jar import jar_path
@@ -49,6 +51,7 @@ __all__ = [
     "migrate",
     "on_checkpoint_complete",
     "provider_class",
+    "read_changes",
     "read_savepoint",
     "read_state",
     "recorded_confs",

@@ -49,7 +49,7 @@ ENCODING_VERSION_BYTES = 1
 EXPORT_CHUNK_ROWS = 65536
 
 
-def _refuse_prefix_keys(loc: CheckpointLocation, operator: int, store: str) -> None:
+def refuse_prefix_keys(loc: CheckpointLocation, operator: int, store: str) -> None:
     """Keys with prefix columns (session windows) have another byte layout: refuse them
     rather than decode them wrong. Spark's operator metadata says how many there are."""
     meta = read_operator_metadata(loc, operator)
@@ -315,7 +315,7 @@ def plan_read(loc: CheckpointLocation, operator: int = 0, version: int | None = 
             raise RockstateError(f"operator {operator} is a transformWithState operator with "
                                  f"the state variables {names}; read one with "
                                  "state_var=<name> (--state-var).")
-        _refuse_prefix_keys(loc, operator, store)
+        refuse_prefix_keys(loc, operator, store)
         key_schema, value_schema = v2_schemas(loc, operator, store)
 
         def decode(keys: list[bytes], values: list[bytes], ids: list[int]) -> pa.Table:

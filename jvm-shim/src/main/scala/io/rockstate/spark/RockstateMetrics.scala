@@ -38,12 +38,17 @@ object RockstateMetrics {
     "rockstateBytesDownloaded", "rockstate: bytes downloaded to load the version")
   val ChangelogsReplayed = StateStoreCustomSumMetric(
     "rockstateChangelogsReplayed", "rockstate: changelogs replayed to load the version")
+  // Spark's own name (its HDFS provider's; its RocksDB provider says rocksdbForceSnapshotCount).
+  val ForceSnapshotCount = StateStoreCustomSumMetric(
+    "forceSnapshotCount", "rockstate: snapshots Spark forced on commit (forceSnapshotOnCommit, " +
+      "for stores its coordinator saw lagging)")
   val StateBytes = StateStoreCustomSizeMetric(
     "rockstateStateBytes", "rockstate: size of the version's SST files")
 
   val all: Seq[StateStoreCustomMetric] = Seq(CommitBytes, ChangelogRecords, SnapshotSyncMs,
     SnapshotAsyncMs, SnapshotsCompleted, SnapshotsFailed, BytesUploaded, BytesReused,
-    FilesUploaded, FilesReused, LoadMs, BytesDownloaded, ChangelogsReplayed, StateBytes)
+    FilesUploaded, FilesReused, LoadMs, BytesDownloaded, ChangelogsReplayed, ForceSnapshotCount,
+    StateBytes)
 
   def values(c: CommitFigures, l: LoadStats, stateBytes: Long): Map[StateStoreCustomMetric, Long] =
     Map(
@@ -60,5 +65,6 @@ object RockstateMetrics {
       LoadMs -> l.loadMs,
       BytesDownloaded -> l.bytesDownloaded,
       ChangelogsReplayed -> l.changelogsReplayed.toLong,
+      ForceSnapshotCount -> c.forcedSnapshots.toLong,
       StateBytes -> stateBytes)
 }

@@ -107,6 +107,55 @@ abstract class SparkStateStoreProvider extends StateStoreProvider with Logging {
   def openEmpty(version: Long): StateStore =
     openWrite(version, None, forceSnapshotOnCommit = true, loadEmpty = true)
 
+  /**
+   * Spark's replayStateFromSnapshot: `endVersion` rebuilt from the snapshot of
+   * `snapshotVersion` and the changes after it (exactly the attempt `endCheckpointId` names).
+   */
+  protected def openFromSnapshot(snapshotVersion: Long, endVersion: Long, readOnly: Boolean,
+      endCheckpointId: Option[String]): StateStore = lock.synchronized {
+    if (snapshotVersion < 0) throw SparkErrors.unexpectedVersion(snapshotVersion)
+    val lease = loading(endVersion)(
+      versioned.loadFromSnapshot(snapshotVersion, endVersion, endCheckpointId))
+    newStore(endVersion, endCheckpointId, readOnly, lease, forceSnapshotOnCommit = false)
+  }
+
+  /**
+   * Spark's state change feed: every change batches `startVersion - 1` to `endVersion - 1`
+   * made to one family (the default one unless named), in order.
+   */
+  protected def changeRows(startVersion: Long, endVersion: Long, family: Option[String],
+      endCheckpointId: Option[String]): Iterator[ChangeRow] = {
+    val name = family.getOrElse(StateStore.DEFAULT_COL_FAMILY_NAME)
+    checkFamilies(name, "reading the change feed")
+    if (startVersion < 1 || endVersion < startVersion) {
+      throw new IllegalArgumentException(s"rockstate: the change feed of ${setup.id} reads " +
+        s"versions from 1 on, the first no later than the last (asked $startVersion to " +
+        s"$endVersion)")
+    }
+    versioned.changes(startVersion, endVersion, endCheckpointId).filter(_.family == name)
+      .flatMap { r =>
+        val c = codecFor(name, r.familyId, "reading the change feed")
+        val batch = r.version - 1
+        r.op match {
+          case Changelog.Put =>
+            Iterator.single(ChangeRow(r.op, c.decodeStoredKey(r.key), c.decodeValue(r.value), batch))
+          case Changelog.Merge =>
+            // A merge appends one or more values to a key's list: one change per value.
+            c.decodeValues(r.value).map(v => ChangeRow(r.op, c.decodeStoredKey(r.key), v, batch))
+          case Changelog.Delete =>
+            Iterator.single(ChangeRow(r.op, c.decodeStoredKey(r.key), null, batch))
+          case Changelog.DeleteRange if r.value == null =>
+            // The family was dropped (removeColFamilyIfExists): Spark's feed has no record for
+            // that, nor does Spark's own provider write one.
+            Iterator.empty
+          case Changelog.DeleteRange =>
+            Iterator.single(ChangeRow(r.op, c.decodeStoredKey(r.key), c.decodeStoredKey(r.value),
+              batch))
+          case other => throw new IllegalStateException(s"rockstate: change kind $other")
+        }
+      }
+  }
+
   /** Waits up to `timeoutMs` for this store's snapshot upload under way; false on timeout. */
   def awaitSnapshot(timeoutMs: Long): Boolean = versioned.awaitUploads(timeoutMs)
 
@@ -232,15 +281,23 @@ abstract class SparkStateStoreProvider extends StateStoreProvider with Logging {
 
   /** The codec of a family in the loaded version, or a clear error naming the family. */
   private[spark] def codec(name: String, op: String): ColumnFamilyCodec = {
+    checkFamilies(name, op)
+    val id = versioned.columnFamilyIds.getOrElse(name,
+      throw new IllegalArgumentException(
+        s"rockstate: column family '$name' does not exist in ${setup.id} at version " +
+          s"${versioned.loadedVersion}; create it with createColFamilyIfAbsent first."))
+    codecFor(name, id, op)
+  }
+
+  private def checkFamilies(name: String, op: String): Unit =
     if (!setup.useColumnFamilies && name != StateStore.DEFAULT_COL_FAMILY_NAME) {
       throw new UnsupportedOperationException(
         s"rockstate: $op on column family '$name' needs a store opened with column families; " +
           s"this store of ${setup.id} has only the default family.")
     }
-    val id = versioned.columnFamilyIds.getOrElse(name,
-      throw new IllegalArgumentException(
-        s"rockstate: column family '$name' does not exist in ${setup.id} at version " +
-          s"${versioned.loadedVersion}; create it with createColFamilyIfAbsent first."))
+
+  /** The codec of family `name` under the id `id` (a version's family table gave it). */
+  private def codecFor(name: String, id: Int, op: String): ColumnFamilyCodec = {
     val spec = Option(declared.get(name)).getOrElse(
       throw new IllegalArgumentException(
         s"rockstate: column family '$name' of ${setup.id} has no schema registered on this " +

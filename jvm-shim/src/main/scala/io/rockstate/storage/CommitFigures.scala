@@ -7,7 +7,8 @@ final case class CommitFigures(
     snapshotSyncMs: Long, // synchronous part of a snapshot this commit took (0: none taken)
     completed: SnapshotStats, // snapshots whose upload ended since the previous commit, summed
     snapshotsCompleted: Int,
-    snapshotsFailed: Int)
+    snapshotsFailed: Int,
+    forcedSnapshots: Int = 0) // 1: this commit began a snapshot Spark forced (forceSnapshotOnCommit)
 
 object CommitFigures {
   val Zero: CommitFigures = CommitFigures(0, 0, 0, SnapshotStats.Zero, 0, 0)

@@ -57,6 +57,7 @@ final class VersionedRocksDB(
   // Whether `loaded` was reached by this instance's commit rather than by a load.
   private var loadedByCommit = false
   private var lastCommit = CommitFigures.Zero
+  private var forceOwed = false
   private var commitId = ""
 
   def loadedVersion: Long = loaded
@@ -216,6 +217,60 @@ final class VersionedRocksDB(
     families = m.columnFamilies.map(c => c.name -> c.id).toMap
   }
 
+  /**
+   * Makes `version` the loaded version rebuilt from the snapshot of `snapshotVersion` on its
+   * lineage plus the changes after it, whatever later snapshots exist (Spark's
+   * replayStateFromSnapshot: reading state past a damaged snapshot, or checking one). This
+   * instance's own upload of that snapshot is waited for.
+   */
+  def loadFromSnapshot(snapshotVersion: Long, version: Long, id: Option[String]): Unit = {
+    if (snapshotVersion < 1 || snapshotVersion > version) {
+      throw new IllegalArgumentException(s"rockstate: cannot rebuild version $version of " +
+        s"$storeId from a snapshot of version $snapshotVersion (it must be from 1 to $version)")
+    }
+    snapshots.await(conf.snapshotUploadTimeoutMs)
+    loadedAtNanos = System.nanoTime()
+    val start = System.nanoTime()
+    val fetched = newFetch(s"version $version from the snapshot of $snapshotVersion")
+    val endPath = id.map(VersionFile.pathOf(version, _))
+    val end = restore.readVersion(version, endPath, fetched)
+    val lineage = new ChangeFeed(checkpointDir, restore, fetched)
+      .lineage(snapshotVersion, end, endPath)
+    // The snapshot taken from the lineage's own version file of `snapshotVersion`.
+    val taken = lineage.head.path
+    val present = checkpointDir.listSnapshots().filter(_._2 == snapshotVersion).map(_._1)
+    // Without a checkpoint id the lineage names the attempt that landed; a snapshot whose
+    // state id is of an older format (a format 2 changelog) is then the one of its version.
+    val snapshot = present.find(p =>
+      checkpointDir.readSnapshotManifest(p, fetched.neededBy).stateId == taken)
+      .orElse(present.headOption.filter(_ => id.isEmpty && present.size == 1)).getOrElse {
+      val others = checkpointDir.listSnapshots().map(_._2).distinct
+      throw new IllegalStateException(s"rockstate: $storeId has no snapshot of version " +
+        s"$snapshotVersion on the lineage of version $version (snapshots exist of versions " +
+        s"${if (others.isEmpty) "none" else others.mkString(", ")}); pick one of those.")
+    }
+    val manifest = end.copy(snapshot = Some(SnapshotRef(snapshotVersion, snapshot)),
+      changelogs = lineage.tail)
+    openFresh(Some(manifest), fetched)
+    loaded = version
+    dirty = false
+    loadedByCommit = false
+    lastLoad = LoadStats(Elapsed.sinceMs(start), fetched.bytes, fetched.files, lineage.size - 1)
+  }
+
+  /**
+   * Every change of versions `from` to `to`, in order, on the lineage of `to` (exactly the
+   * attempt `id` names, with Spark's checkpoint format 2): Spark's state change feed.
+   */
+  def changes(from: Long, to: Long, id: Option[String]): Iterator[ChangeRecord] = {
+    val fetched = newFetch(s"the changes of versions $from to $to")
+    val endPath = id.map(VersionFile.pathOf(to, _))
+    if (to < 1) throw new IllegalArgumentException(
+      s"rockstate: version $to of $storeId has no changes (versions start at 1)")
+    val end = restore.readVersion(to, endPath, fetched)
+    new ChangeFeed(checkpointDir, restore, fetched).records(from, end, endPath)
+  }
+
   /** Starts from empty state labelled `version` (Spark's loadEmpty, used by state rewrites). */
   def loadEmpty(version: Long): Unit = {
     loadedAtNanos = System.nanoTime()
@@ -280,11 +335,16 @@ final class VersionedRocksDB(
     commitId = id
     // Snapshots fall on the multiples of the interval in every partition, so that a version's
     // snapshots make one checkpoint; a lineage that missed some catches up at twice the length.
-    val due = syncMs == 0 && (forceSnapshot || conf.isCheckpointVersion(version) ||
+    // Spark forces a snapshot (forceSnapshotOnCommit) of a store its coordinator sees lagging;
+    // one that could not begin (the previous upload still running) is owed to the next commit.
+    val forced = forceSnapshot || forceOwed
+    val due = syncMs == 0 && (forced || conf.isCheckpointVersion(version) ||
       chain.size >= 2 * conf.snapshotInterval)
-    val asyncSyncMs = if (due) startSnapshot(version, listener) else 0L
+    val begun = if (due) startSnapshot(version, listener) else None
+    forceOwed = forced && syncMs == 0 && begun.isEmpty
     val (stats, done, failed) = snapshots.drainCompleted()
-    lastCommit = CommitFigures(fileBytes, log.records, syncMs + asyncSyncMs, stats, done, failed)
+    lastCommit = CommitFigures(fileBytes, log.records, syncMs + begun.getOrElse(0L), stats, done,
+      failed, forcedSnapshots = if (forced && !forceOwed) 1 else 0)
     manifest
   }
 
@@ -398,25 +458,25 @@ final class VersionedRocksDB(
   /**
    * The synchronous part of a snapshot: flush and a hard-link checkpoint, then the upload is
    * handed to `AsyncSnapshots` as an immutable job. Skipped while this store's previous
-   * snapshot is still uploading (the next commit tries again). Returns the time spent; a
-   * failure here loses nothing, the version is durable.
+   * snapshot is still uploading (the next commit tries again). Returns the time spent if the
+   * upload began, None if it did not; a failure here loses nothing, the version is durable.
    */
-  private def startSnapshot(version: Long, listener: SnapshotListener): Long =
-    snapshots.begin(version, listener).map { upload =>
+  private def startSnapshot(version: Long, listener: SnapshotListener): Option[Long] =
+    snapshots.begin(version, listener).flatMap { upload =>
       val checkpoint = local.newWorkPath(s"checkpoint-$version")
       try {
         rocksDB.checkpointTo(checkpoint)
         val syncMs = Elapsed.sinceMs(upload.startedNanos)
         snapshots.upload(upload, SnapshotJob(snapshotManifestOf(version, syncMs, stateId),
           checkpoint, checkpointDir, local, confirmedFiles, conf, upload.startedNanos))
-        syncMs
+        Some(syncMs)
       } catch {
         case NonFatal(e) =>
           FileUtils.deleteQuietly(checkpoint)
           snapshots.localCheckpointFailed(upload, e)
-          0L
+          None
       }
-    }.getOrElse(0L)
+    }
 
   /** Waits until no snapshot upload of this store is under way; false on timeout. */
   def awaitUploads(timeoutMs: Long): Boolean = snapshots.await(timeoutMs)

@@ -1,6 +1,6 @@
 package io.rockstate.state
 
-import org.apache.spark.sql.execution.streaming.state.{ReadStateStore, StateStore}
+import org.apache.spark.sql.execution.streaming.state.{ReadStateStore, RockstateFineGrainedReplay, StateStore}
 
 import io.rockstate.spark.{SparkStateStore, SparkStateStoreProvider}
 import io.rockstate.spark.line.LineStateStore
@@ -9,7 +9,8 @@ import io.rockstate.spark.line.LineStateStore
  * rockstate's provider on Spark 4.2. Its name is what users configure and what Spark records in
  * every checkpoint's offset log, so it never changes.
  */
-class RockstateStateStoreProvider extends SparkStateStoreProvider {
+class RockstateStateStoreProvider extends SparkStateStoreProvider
+  with RockstateFineGrainedReplay {
 
   override def getStore(version: Long, uniqueId: Option[String], forceSnapshotOnCommit: Boolean,
       loadEmpty: Boolean): StateStore =
