@@ -42,13 +42,18 @@ object RockstateMetrics {
   val ForceSnapshotCount = StateStoreCustomSumMetric(
     "forceSnapshotCount", "rockstate: snapshots Spark forced on commit (forceSnapshotOnCommit, " +
       "for stores its coordinator saw lagging)")
+  // Spark's own name (its HDFS provider's; its RocksDB provider says
+  // rocksdbNumSnapshotsAutoRepaired).
+  val SnapshotsAutoRepaired = StateStoreCustomSumMetric(
+    "numSnapshotsAutoRepaired", "rockstate: loads that rebuilt their version past a damaged " +
+      "snapshot (autoSnapshotRepair)")
   val StateBytes = StateStoreCustomSizeMetric(
     "rockstateStateBytes", "rockstate: size of the version's SST files")
 
   val all: Seq[StateStoreCustomMetric] = Seq(CommitBytes, ChangelogRecords, SnapshotSyncMs,
     SnapshotAsyncMs, SnapshotsCompleted, SnapshotsFailed, BytesUploaded, BytesReused,
     FilesUploaded, FilesReused, LoadMs, BytesDownloaded, ChangelogsReplayed, ForceSnapshotCount,
-    StateBytes)
+    SnapshotsAutoRepaired, StateBytes)
 
   def values(c: CommitFigures, l: LoadStats, stateBytes: Long): Map[StateStoreCustomMetric, Long] =
     Map(
@@ -66,5 +71,6 @@ object RockstateMetrics {
       BytesDownloaded -> l.bytesDownloaded,
       ChangelogsReplayed -> l.changelogsReplayed.toLong,
       ForceSnapshotCount -> c.forcedSnapshots.toLong,
+      SnapshotsAutoRepaired -> l.snapshotsRepaired.toLong,
       StateBytes -> stateBytes)
 }

@@ -29,6 +29,9 @@ final case class RockstateConf(
     snapshotUploadTimeoutMs: Long,
     lockAcquireTimeoutMs: Long,
     localCacheMaxMB: Long,
+    autoSnapshotRepair: Boolean,
+    repairAfterFailures: Int,
+    repairMaxReplay: Int,
     testUploadDelayMs: Long,
     testCleanupDelayMs: Long) {
 
@@ -72,6 +75,12 @@ object RockstateConf {
   val SnapshotUploadTimeoutMs = Prefix + "snapshotUploadTimeoutMs"
   val LockAcquireTimeoutMs = Prefix + "lockAcquireTimeoutMs"
   val LocalCacheMaxMB = Prefix + "localCacheMaxMB"
+  // Spark's own keys for automatic snapshot repair (SPARK-54121, Spark 4.2), honoured on every
+  // line; rockstate turns it on by default.
+  val AutoSnapshotRepair = "spark.sql.streaming.stateStore.autoSnapshotRepair.enabled"
+  val RepairAfterFailures =
+    "spark.sql.streaming.stateStore.autoSnapshotRepair.numFailuresBeforeActivating"
+  val RepairMaxReplay = "spark.sql.streaming.stateStore.autoSnapshotRepair.maxChangeFileReplay"
   // Testing only: a pause before each snapshot file upload (and before its manifest), to kill
   // or stop mid-upload.
   val TestUploadDelayMs = Prefix + "testing.snapshotUploadDelayMs"
@@ -98,6 +107,9 @@ object RockstateConf {
     SnapshotUploadTimeoutMs -> "300000",
     LockAcquireTimeoutMs -> "60000",
     LocalCacheMaxMB -> "8192",
+    AutoSnapshotRepair -> "true",
+    RepairAfterFailures -> "1",
+    RepairMaxReplay -> "50",
     TestUploadDelayMs -> "0",
     TestCleanupDelayMs -> "0")
 
@@ -173,6 +185,9 @@ object RockstateConf {
       snapshotUploadTimeoutMs = uploadTimeoutMs,
       lockAcquireTimeoutMs = long(LockAcquireTimeoutMs, 0),
       localCacheMaxMB = long(LocalCacheMaxMB, 0),
+      autoSnapshotRepair = bool(AutoSnapshotRepair),
+      repairAfterFailures = long(RepairAfterFailures, 1).toInt,
+      repairMaxReplay = long(RepairMaxReplay, 1).toInt,
       testUploadDelayMs = long(TestUploadDelayMs, 0),
       testCleanupDelayMs = long(TestCleanupDelayMs, 0))
   }

@@ -155,21 +155,114 @@ final class VersionedRocksDB(
     }
     val manifest = if (version == 0) None
       else Some(restore.readVersion(version, wanted, fetched))
-    val replayed = manifest match {
+    val (replayed, repaired) = manifest match {
       case Some(m) if canCatchUp(m) =>
         // The open instance holds an earlier version of this lineage: replay the rest.
         val rest = m.changelogs.filter(_.version > loaded)
         rest.foreach(restore.replay(_, fetched, rocksDB))
         adoptLineage(m)
-        rest.size
+        (rest.size, 0)
+      case Some(m) if m.snapshot.isDefined => openRepairing(m, wanted, fetched)
       case _ =>
-        openFresh(manifest, fetched)
+        (openFresh(manifest, fetched), 0)
     }
     loaded = version
     dirty = false
     loadedByCommit = false
     lastLoad = LoadStats(Elapsed.sinceMs(start), fetched.bytes, fetched.files,
-      replayed)
+      replayed, repaired)
+  }
+
+  /**
+   * Opens `m` from its snapshot; if that snapshot cannot be restored `repairAfterFailures`
+   * times, rebuilds the version from an older snapshot of its lineage (newest first), or from
+   * empty state, plus every change since, replaying at most `repairMaxReplay` versions
+   * (Spark's autoSnapshotRepair, SPARK-54121, on by default here: every file is checked
+   * against its size and CRC32 first, so a repair never reads damage as state). The next
+   * commit then takes a snapshot. Returns the changelogs replayed and the repairs made (0, 1).
+   */
+  private def openRepairing(m: VersionManifest, path: Option[String],
+      fetched: CheckpointFetch): (Int, Int) = {
+    def attempt(): Either[UnreadableSnapshot, Int] =
+      try Right(openFresh(Some(m), fetched)) catch { case e: UnreadableSnapshot => Left(e) }
+    @scala.annotation.tailrec
+    def retried(left: Int): Either[UnreadableSnapshot, Int] = attempt() match {
+      case Left(e) if left > 1 =>
+        logWarning(s"rockstate: loading version ${m.version} of $storeId: ${e.getMessage}; " +
+          "trying again", e)
+        retried(left - 1)
+      case other => other
+    }
+    retried(if (conf.autoSnapshotRepair) conf.repairAfterFailures else 1) match {
+      case Right(replayed) => (replayed, 0)
+      case Left(e) if !conf.autoSnapshotRepair => throw e.getCause
+      case Left(e) => (repair(m, path, e, fetched), 1)
+    }
+  }
+
+  private def repair(end: VersionManifest, endPath: Option[String], damaged: UnreadableSnapshot,
+      fetched: CheckpointFetch): Int = {
+    val bad = damaged.ref.version
+    val eligible = (checkpointDir.listSnapshots().map(_._2).filter(_ < bad).distinct
+      .sorted.reverse :+ 0L).toList
+    val selected = eligible.filter(v => end.version - v <= conf.repairMaxReplay)
+    logWarning(s"rockstate: the snapshot of version $bad of $storeId (${damaged.ref.path}) " +
+      s"cannot be restored (${damaged.getCause}); rebuilding version ${end.version} from an " +
+      s"older one (of versions ${selected.mkString(", ")}; 0: empty state)")
+    @scala.annotation.tailrec
+    def from(candidates: List[Long], failed: List[String]): Int = candidates match {
+      case Nil =>
+        throw new CorruptCheckpointException(s"rockstate: version ${end.version} of $storeId " +
+          s"cannot be loaded: its snapshot of version $bad (${damaged.ref.path}) cannot be " +
+          s"restored (${damaged.getCause.getMessage}), and no older one rebuilds it within " +
+          s"${conf.repairMaxReplay} versions of changes (${RockstateConf.RepairMaxReplay}). " +
+          s"Snapshots of versions ${eligible.mkString(", ")} were eligible; tried: " +
+          s"${if (failed.isEmpty) "none" else failed.reverse.mkString("; ")}. Restore the " +
+          "snapshot's files, or restart the query from an earlier checkpoint.", damaged.getCause)
+      case v :: rest =>
+        (try Right(rebuild(v, end, endPath, fetched)) catch { case NonFatal(e) => Left(e) }) match {
+          case Right(replayed) =>
+            logWarning(s"rockstate: version ${end.version} of $storeId rebuilt from " +
+              s"${if (v == 0) "empty state" else s"the snapshot of version $v"} and $replayed " +
+              s"versions of changes, past the damaged snapshot of version $bad")
+            forceOwed = true // the next commit snapshots, so no later load needs the repair
+            replayed
+          case Left(e) => from(rest, s"$v: ${e.getMessage}" :: failed)
+        }
+    }
+    from(selected, Nil)
+  }
+
+  /**
+   * Opens `end` rebuilt from the snapshot of `snapshotVersion` on its lineage (0: from empty
+   * state) and the changes after it; returns how many versions of changes it replayed.
+   */
+  private def rebuild(snapshotVersion: Long, end: VersionManifest, endPath: Option[String],
+      fetched: CheckpointFetch): Int = {
+    val feed = new ChangeFeed(checkpointDir, restore, fetched)
+    val manifest = if (snapshotVersion == 0) {
+      end.copy(snapshot = None, changelogs = feed.lineage(1, end, endPath))
+    } else {
+      val lineage = feed.lineage(snapshotVersion, end, endPath)
+      // The snapshot taken from the lineage's own version file of `snapshotVersion`.
+      val taken = lineage.head.path
+      val present = checkpointDir.listSnapshots().filter(_._2 == snapshotVersion).map(_._1)
+      // Without a checkpoint id the lineage names the attempt that landed; a snapshot whose
+      // state id is of an older format (a format 2 changelog) is then the one of its version.
+      val snapshot = present.find(p =>
+        checkpointDir.readSnapshotManifest(p, fetched.neededBy).stateId == taken)
+        .orElse(present.headOption.filter(_ => endPath.isEmpty && present.size == 1))
+        .getOrElse {
+          val others = checkpointDir.listSnapshots().map(_._2).distinct
+          throw new IllegalStateException(s"rockstate: $storeId has no snapshot of version " +
+            s"$snapshotVersion on the lineage of version ${end.version} (snapshots exist of " +
+            s"versions ${if (others.isEmpty) "none" else others.mkString(", ")}); pick one " +
+            "of those.")
+        }
+      end.copy(snapshot = Some(SnapshotRef(snapshotVersion, snapshot)),
+        changelogs = lineage.tail)
+    }
+    openFresh(Some(manifest), fetched)
   }
 
   private def canCatchUp(m: VersionManifest): Boolean =
@@ -183,13 +276,23 @@ final class VersionedRocksDB(
       else "unknown"
     }
 
-  /** Opens a new RocksDB instance from the version's snapshot and replays its changelogs. */
+  /**
+   * Opens a new RocksDB instance from the version's snapshot and replays its changelogs. A
+   * snapshot that cannot be restored (a file missing, or not matching its size and CRC32)
+   * fails with `UnreadableSnapshot`; a changelog that cannot be replayed fails as it is.
+   */
   private def openFresh(manifest: Option[VersionManifest], fetched: CheckpointFetch): Int = {
     discardChangelog()
     closeDb()
-    val restored = restore.restoreSnapshot(manifest, workDir, fetched)
+    val restored = try {
+      val r = restore.restoreSnapshot(manifest, workDir, fetched)
+      db = Some(new LocalRocksDB(workDir, conf))
+      r
+    } catch {
+      case NonFatal(e) if manifest.exists(_.snapshot.isDefined) =>
+        throw new UnreadableSnapshot(manifest.get.snapshot.get, e)
+    }
     confirmedFiles = restored.confirmed
-    db = Some(new LocalRocksDB(workDir, conf))
     manifest match {
       case Some(m) =>
         m.changelogs.foreach(restore.replay(_, fetched, rocksDB))
@@ -233,29 +336,15 @@ final class VersionedRocksDB(
     val start = System.nanoTime()
     val fetched = newFetch(s"version $version from the snapshot of $snapshotVersion")
     val endPath = id.map(VersionFile.pathOf(version, _))
-    val end = restore.readVersion(version, endPath, fetched)
-    val lineage = new ChangeFeed(checkpointDir, restore, fetched)
-      .lineage(snapshotVersion, end, endPath)
-    // The snapshot taken from the lineage's own version file of `snapshotVersion`.
-    val taken = lineage.head.path
-    val present = checkpointDir.listSnapshots().filter(_._2 == snapshotVersion).map(_._1)
-    // Without a checkpoint id the lineage names the attempt that landed; a snapshot whose
-    // state id is of an older format (a format 2 changelog) is then the one of its version.
-    val snapshot = present.find(p =>
-      checkpointDir.readSnapshotManifest(p, fetched.neededBy).stateId == taken)
-      .orElse(present.headOption.filter(_ => id.isEmpty && present.size == 1)).getOrElse {
-      val others = checkpointDir.listSnapshots().map(_._2).distinct
-      throw new IllegalStateException(s"rockstate: $storeId has no snapshot of version " +
-        s"$snapshotVersion on the lineage of version $version (snapshots exist of versions " +
-        s"${if (others.isEmpty) "none" else others.mkString(", ")}); pick one of those.")
+    val replayed = try {
+      rebuild(snapshotVersion, restore.readVersion(version, endPath, fetched), endPath, fetched)
+    } catch {
+      case e: UnreadableSnapshot => throw e.getCause // asked for this very snapshot
     }
-    val manifest = end.copy(snapshot = Some(SnapshotRef(snapshotVersion, snapshot)),
-      changelogs = lineage.tail)
-    openFresh(Some(manifest), fetched)
     loaded = version
     dirty = false
     loadedByCommit = false
-    lastLoad = LoadStats(Elapsed.sinceMs(start), fetched.bytes, fetched.files, lineage.size - 1)
+    lastLoad = LoadStats(Elapsed.sinceMs(start), fetched.bytes, fetched.files, replayed)
   }
 
   /**
@@ -521,4 +610,9 @@ final class VersionedRocksDB(
 object VersionedRocksDB {
   private val EmptyState = SnapshotRestore.EmptyState
   private val DefaultFamilies: Map[String, Int] = Map("default" -> 0)
+
+  /** A snapshot that could not be restored: a file missing or damaged, named by the cause. */
+  private final class UnreadableSnapshot(val ref: SnapshotRef, cause: Throwable)
+    extends java.io.IOException(s"the snapshot ${ref.path} of version ${ref.version} cannot " +
+      s"be restored: ${cause.getMessage}", cause)
 }

@@ -260,8 +260,8 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
       Set("default", "list"))
   }
 
-  test("a damaged SST fails the load with the file and the version named") {
-    val p = provider(extra = snapshotEveryVersion)
+  test("without auto repair, a damaged SST fails the load with the file and the version named") {
+    val p = provider(extra = snapshotEveryVersion + (RockstateConf.AutoSnapshotRepair -> "false"))
     commitVersions(p, 1 to 1)((_, s) => (1 to 1000).foreach(i => s.put(key(s"k$i", i), value(i))))
     awaitSnapshot(1)
     assert(p.db.awaitUploads(60000)) // the confirmation is recorded right after the manifest
@@ -272,8 +272,50 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     val sst = new File(storeDir, used.path)
     val raf = new RandomAccessFile(sst, "rw")
     try raf.setLength(sst.length() / 2) finally raf.close()
-    val e = loadFailure(provider(executor = 1).getReadStore(2))
+    val e = loadFailure(provider(executor = 1,
+      extra = Map(RockstateConf.AutoSnapshotRepair -> "false")).getReadStore(2))
     assert(e.getMessage.contains(sst.getName) && e.getMessage.contains("version 2"))
+  }
+
+  test("auto repair: a load past a damaged snapshot rebuilds from an older one, counted") {
+    // Snapshots of versions 2 and 4; the one of 4 loses half an SST. Loading 5 elsewhere
+    // rebuilds it from snapshot 2 plus versions 3-5 (every file checked first); the repaired
+    // store's next commit snapshots again.
+    val every2 = Map(RockstateConf.SnapshotInterval -> "2")
+    val p = provider(extra = every2)
+    (1 to 5).foreach { v =>
+      commitVersions(p, v to v)((_, s) => (1 to 200).foreach(i => s.put(key(s"k$i", v), value(v * i))))
+      assert(p.db.awaitUploads(60000))
+    }
+    val expected = contents(p.getReadStore(5))
+    val dir = remote()
+    assert(dir.listSnapshots().map(_._2).distinct == Seq(2L, 4L))
+    def snapshotOf(v: Long) = dir.readSnapshotManifest(dir.listSnapshots().find(_._2 == v).get._1,
+      "test")
+    val shared = snapshotOf(2).files.map(_.path).toSet // snapshot 4 reuses some of 2's SSTs
+    val sst = new File(storeDir, snapshotOf(4).files.filter(f => f.kind == "sst" &&
+      !shared.contains(f.path)).maxBy(_.size).path)
+    val raf = new RandomAccessFile(sst, "rw")
+    try raf.setLength(sst.length() / 2) finally raf.close()
+    assert(dir.readVersionManifest(5).snapshot.map(_.version).contains(4L))
+
+    val elsewhere = provider(executor = 1, extra = every2)
+    val store = elsewhere.getStore(5)
+    assert(contents(store) == expected)
+    assert(metric(store, "numSnapshotsAutoRepaired") == 1)
+    assert(metric(store, "rockstateChangelogsReplayed") == 3) // versions 3, 4, 5
+    store.put(key("after", 0), value(0))
+    store.commit()
+    assert(metric(store, "forceSnapshotCount") == 1)
+    awaitSnapshot(6)
+    assert(contents(provider(executor = 2, extra = every2).getReadStore(6)) ==
+      expected + (("after", 0) -> 0L))
+
+    // Past the replay bound there is nothing to rebuild from: an error naming both.
+    val bounded = provider(executor = 3, extra = every2 +
+      (RockstateConf.RepairMaxReplay -> "2"))
+    val e = loadFailure(bounded.getReadStore(5))
+    assert(e.getMessage.contains("version 4") && e.getMessage.contains(RockstateConf.RepairMaxReplay))
   }
 
   test("a missing, truncated or altered version file is an error, never a shorter history") {
