@@ -350,6 +350,36 @@ def test_transform_with_state_in_pandas_reads_like_spark(spark, workdir: Path, p
         ["column_family=counts", "column_family=items", "column_family=total"]
 
 
+@pytest.mark.skipif(len(TWS_PROVIDERS) < 2, reason="Spark 4.2+ runs transformWithState only "
+                    "on its own provider (rockstate.spark_lines); the 4.0 leg runs this")
+def test_transform_with_state_change_feed_matches_spark_rocksdb(spark, workdir: Path):
+    # The same query on the same input: Spark's change feed of each state variable is the same
+    # on rockstate and on Spark's RocksDB provider (changelog checkpointing, which has one).
+    def build(s):
+        return (s.withColumn("word", F.concat(F.lit("w"), (F.col("value") % 3).cast("string")))
+                .groupBy("key")
+                .transformWithStateInPandas(_ListAndMapProcessor(),
+                                            outputStructType="key STRING, total LONG",
+                                            outputMode="Update", timeMode="None"))
+
+    feeds = {}
+    for provider in TWS_PROVIDERS:
+        run = run_stream(spark, provider, build, _batches(3), workdir=workdir,
+                         name=f"tws-feed-{provider.rsplit('.', 1)[-1]}", schema=SCHEMA, confs={
+                             "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing"
+                             ".enabled": "true"})
+        for var, cols in TWS_COLUMNS.items():
+            df = (spark.read.format("statestore").option("stateVarName", var)
+                  .option("readChangeFeed", True).option("changeStartBatchId", 0)
+                  .option("changeEndBatchId", 2).load(str(run.checkpoint)))
+            feeds[provider, var] = sorted(
+                _normal(tuple(r[c] for c in ("batch_id", "change_type", *cols, "partition_id")))
+                for r in df.collect())
+    for var in TWS_COLUMNS:
+        assert feeds[SPARK_ROCKSDB, var], f"Spark's change feed of {var} is empty"
+        assert feeds[rockstate.PROVIDER_CLASS, var] == feeds[SPARK_ROCKSDB, var], var
+
+
 def test_a_truncated_spark_changelog_is_an_error(checkpoints, tmp_path: Path):
     import shutil
 

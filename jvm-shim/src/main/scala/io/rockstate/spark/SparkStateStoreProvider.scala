@@ -132,9 +132,11 @@ abstract class SparkStateStoreProvider extends StateStoreProvider with Logging {
         s"versions from 1 on, the first no later than the last (asked $startVersion to " +
         s"$endVersion)")
     }
+    // Spark's source opens a provider per state variable it reads, initialised with that
+    // variable's schemas: they are the family's when nothing registered it on this executor.
     versioned.changes(startVersion, endVersion, endCheckpointId).filter(_.family == name)
       .flatMap { r =>
-        val c = codecFor(name, r.familyId, "reading the change feed")
+        val c = codecFor(name, r.familyId, "reading the change feed", Some(setup.defaultFamily))
         val batch = r.version - 1
         r.op match {
           case Changelog.Put =>
@@ -296,9 +298,13 @@ abstract class SparkStateStoreProvider extends StateStoreProvider with Logging {
           s"this store of ${setup.id} has only the default family.")
     }
 
-  /** The codec of family `name` under the id `id` (a version's family table gave it). */
-  private def codecFor(name: String, id: Int, op: String): ColumnFamilyCodec = {
-    val spec = Option(declared.get(name)).getOrElse(
+  /**
+   * The codec of family `name` under the id `id` (a version's family table gave it), by the
+   * schema registered for it, else by `fallback`.
+   */
+  private def codecFor(name: String, id: Int, op: String,
+      fallback: Option[ColumnFamilySpec] = None): ColumnFamilyCodec = {
+    val spec = Option(declared.get(name)).orElse(fallback).getOrElse(
       throw new IllegalArgumentException(
         s"rockstate: column family '$name' of ${setup.id} has no schema registered on this " +
           "executor; register it (createColFamilyIfAbsent or registerColFamily) before use."))
