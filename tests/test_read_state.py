@@ -238,7 +238,7 @@ def test_export_writes_one_dataset_per_operator_partitioned_by_partition(
     assert rows(back) == rows(whole)
 
 
-def test_cli_read_and_export_run_without_spark(checkpoints, tmp_path: Path):
+def test_cli_read_changes_and_export_run_without_spark(checkpoints, tmp_path: Path):
     import json
     import subprocess
 
@@ -258,6 +258,15 @@ def test_cli_read_and_export_run_without_spark(checkpoints, tmp_path: Path):
     assert (tmp_path / "out" / "operator=0" / "store=default" / "partition_id=0").is_dir()
     missing = cli("read", str(checkpoints["dedup"]), "--operator", "7")
     assert missing.returncode == 2 and "no rockstate store" in missing.stderr
+    changes = cli("changes", str(checkpoints["agg"]), "--from", "1", "--to", "2", "--json",
+                  "--limit", "0")
+    assert changes.returncode == 0, changes.stderr
+    rows = [json.loads(line) for line in changes.stdout.splitlines()]
+    assert len(rows) == rockstate.read_changes(str(checkpoints["agg"]), from_batch=1,
+                                               to_batch=2).num_rows
+    assert {r["batch_id"] for r in rows} == {1, 2} and rows[0]["change_type"] == "update"
+    refused = cli("changes", str(checkpoints["agg"]), "--from", "3", "--to", "1")
+    assert refused.returncode == 2 and "no later than the last" in refused.stderr
 
 
 def test_session_window_state_is_refused_not_misread(spark, workdir: Path):

@@ -75,6 +75,17 @@ def _parser() -> argparse.ArgumentParser:
     read.add_argument("--limit", type=int, default=20, help="rows to print (0: all)")
     read.add_argument("--state-var", help="a transformWithState operator's state variable")
     read.add_argument("--json", action="store_true", help="one JSON object per row")
+    changes = _offline(sub, "changes", "print the changes batches made to an operator's "
+                                       "state (Spark's change feed)", _changes_command)
+    changes.add_argument("--operator", type=int, default=0)
+    changes.add_argument("--store", default="default")
+    changes.add_argument("--from", dest="from_batch", type=int, default=0,
+                         help="first batch (default: 0)")
+    changes.add_argument("--to", dest="to_batch", type=int,
+                         help="last batch (default: the newest every partition committed)")
+    changes.add_argument("--partitions", help="comma-separated partition ids (default: all)")
+    changes.add_argument("--limit", type=int, default=20, help="rows to print (0: all)")
+    changes.add_argument("--json", action="store_true", help="one JSON object per row")
     export = _offline(sub, "export", "write every operator's state as parquet datasets",
                       _state_command)
     _target(export, "dest", "where to write (path or fsspec URL)")
@@ -361,6 +372,28 @@ def _state_command(args: argparse.Namespace, rest: list[str]) -> int:
                   f"{json.dumps(shown_value, default=str)}")
     print(f"{table.num_rows} rows" + (f", {len(shown)} shown" if len(shown) < table.num_rows
                                        else ""), file=sys.stderr)
+    return 0
+
+
+def _changes_command(args: argparse.Namespace, rest: list[str]) -> int:
+    from rockstate.changes import read_changes
+    from rockstate.read import table_rows
+
+    location = _location(args)
+    _require_state(location)
+    partitions = [int(p) for p in args.partitions.split(",")] if args.partitions else None
+    table = read_changes(location, operator=args.operator, from_batch=args.from_batch,
+                         to_batch=args.to_batch, partitions=partitions, store=args.store)
+    shown = table_rows(table if args.limit == 0 else table.slice(0, args.limit))
+    for row in shown:
+        if args.json:
+            print(json.dumps(row, default=str))
+        else:
+            value = "" if row["value"] is None else f" -> {json.dumps(row['value'], default=str)}"
+            print(f"batch {row['batch_id']} partition {row['partition_id']}: "
+                  f"{row['change_type']} {json.dumps(row['key'], default=str)}{value}")
+    print(f"{table.num_rows} changes" + (f", {len(shown)} shown" if len(shown) < table.num_rows
+                                          else ""), file=sys.stderr)
     return 0
 
 

@@ -65,7 +65,7 @@ final class CheckpointCoordinator(
     val result = pendingFor(run, v, ack.source.store) match {
       case Left(result) => result
       case Right(p) =>
-        val r = p.acknowledge(ack)
+        val r = p.acknowledge(shared(run, ack))
         if (r == AckResult.Success && p.isFullyAcknowledged) tryComplete(run, p)
         r
     }
@@ -75,6 +75,21 @@ final class CheckpointCoordinator(
         "left to the store's cleanup")
     }
     result
+  }
+
+  /**
+   * `ack` holding its run's strings (query, run, location, settings) instead of its own
+   * deserialized copies: a pending checkpoint of 10k stores holds 10k acknowledgements.
+   */
+  private def shared(run: Run, ack: SnapshotAck): SnapshotAck = {
+    val s = run.source
+    val source = ack.source
+    if (source.queryId != s.queryId || source.runId != s.runId ||
+      source.checkpointRoot != s.checkpointRoot || source.settings != s.settings) ack
+    else ack.copy(source = source.copy(queryId = s.queryId, runId = s.runId,
+      checkpointRoot = s.checkpointRoot, settings = s.settings),
+      versionManifest = if (ack.versionManifest == ack.stateId) ack.stateId
+        else ack.versionManifest)
   }
 
   /** A store cannot provide a checkpoint: it is aborted (Flink's declineCheckpoint). */
@@ -258,9 +273,17 @@ final class CheckpointCoordinator(
     run.expected
   }
 
+  // Completion checks each store's files on these threads: on an object store a store's
+  // listing and manifest read take a round trip each, thousands of stores many seconds.
+  private val checks = java.util.concurrent.Executors.newFixedThreadPool(CheckThreads, r => {
+    val t = new Thread(r, "rockstate-checkpoint-check")
+    t.setDaemon(true)
+    t
+  })
+
   /** Completes `p` if the checkpoint location bears it out (see CompletionCheck). */
   private def tryComplete(run: Run, p: PendingCheckpoint): Unit =
-    CompletionCheck.of(run.files, p) match {
+    CompletionCheck.of(run.files, p, checks) match {
       case CompletionCheck.BatchNotCommitted => // checked again at the next tick
       case CompletionCheck.Stale(stale) =>
         stale.foreach { case (k, acks) => p.forget(k, acks) }
@@ -352,6 +375,7 @@ object CheckpointCoordinator {
   private val MaxCompletionsKept = 1000
   private val ExpectedRetryMs = 5000L
   private val MaxEarlyAcks = 10000
+  private val CheckThreads = 64
 
   def json(value: AnyRef): String = new String(VersionManifest.toJson(value), "UTF-8")
 }

@@ -3,7 +3,7 @@ package io.rockstate.checkpoint
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
-import io.rockstate.storage.{CorruptCheckpointException, LocationWriter, StoreCheckpointDir, VersionEntry}
+import io.rockstate.storage.{CorruptCheckpointException, LocationWriter, StoreCheckpointDir, StoreListing}
 
 /** The completed checkpoints of one checkpoint location, on its file system. */
 final class CheckpointFiles(val checkpointRoot: String, hadoopConf: Configuration) {
@@ -52,12 +52,6 @@ final class CheckpointFiles(val checkpointRoot: String, hadoopConf: Configuratio
   /** Whether a file named relative to the checkpoint root exists. */
   def exists(relative: String): Boolean = fs.exists(new Path(new Path(checkpointRoot), relative))
 
-  /** A file's length, None when it does not exist. */
-  def length(relative: String): Option[Long] =
-    try Some(fs.getFileStatus(new Path(new Path(checkpointRoot), relative)).getLen) catch {
-      case _: java.io.FileNotFoundException => None
-    }
-
   /** A small file's bytes, None when it does not exist. */
   def readBytes(relative: String): Option[Array[Byte]] = {
     val in = try fs.open(new Path(new Path(checkpointRoot), relative)) catch {
@@ -66,10 +60,9 @@ final class CheckpointFiles(val checkpointRoot: String, hadoopConf: Configuratio
     try Some(in.readAllBytes()) finally in.close()
   }
 
-  /** The landed attempt of a store's version (`storeDir` relative to the root), if any. */
-  def landedVersion(storeDir: String, version: Long): Option[VersionEntry] =
-    new StoreCheckpointDir(new Path(new Path(checkpointRoot), storeDir), hadoopConf)
-      .findVersion(version)
+  /** Every file of a store directory (`storeDir` relative to the root), in one listing. */
+  def storeListing(storeDir: String): StoreListing =
+    new StoreCheckpointDir(new Path(new Path(checkpointRoot), storeDir), hadoopConf).listAll()
 
   /** Whether Spark's commit log has micro-batch `batchId` (it is written once the batch ends). */
   def batchCommitted(batchId: Long): Boolean = exists(s"commits/$batchId")

@@ -121,13 +121,8 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
       case Some(v) => Option(fs.globStatus(new Path(versionsDir, s"$v-*.rsv"))).toSeq.flatten
       case None => if (fs.exists(versionsDir)) fs.listStatus(versionsDir).toSeq else Nil
     }
-    val current = files.flatMap { st =>
-      val name = st.getPath.getName
-      val digits = name.takeWhile(_ != '-')
-      if (st.isFile && name.endsWith(".rsv") && digits.nonEmpty && digits.forall(_.isDigit)) {
-        Some(VersionEntry(digits.toLong, s"versions/$name", st.getModificationTime, st.getLen))
-      } else None
-    }
+    val current = files.filter(_.isFile).flatMap(st => VersionEntry.parse(
+      s"versions/${st.getPath.getName}", st.getModificationTime, st.getLen))
     val legacy = version match {
       case Some(v) =>
         Option(fs.globStatus(manifestPath(v))).toSeq.flatten.map(st =>
@@ -137,6 +132,24 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
       }
     }
     (current ++ legacy).sortBy(e => (e.version, e.mtime, e.path))
+  }
+
+  /** Every file under the store directory, from one recursive listing. */
+  def listAll(): StoreListing = {
+    val prefix = fs.makeQualified(root).toUri.getPath.stripSuffix("/") + "/"
+    val it = try fs.listFiles(root, true) catch {
+      case _: java.io.FileNotFoundException => return StoreListing(Map.empty)
+    }
+    val found = Map.newBuilder[String, StoreListing.Entry]
+    while (it.hasNext) {
+      val st = it.next()
+      val path = st.getPath.toUri.getPath
+      if (path.startsWith(prefix) && !path.endsWith(".crc")) { // Hadoop's local checksum files
+        found += path.stripPrefix(prefix) ->
+          StoreListing.Entry(st.getLen, st.getModificationTime)
+      }
+    }
+    StoreListing(found.result())
   }
 
   /** The version file at `relative` (an exact attempt of `version`), if it exists. */

@@ -64,17 +64,19 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach {
    */
   private def ack(k: StoreKey, version: Long, run: String = "run-1", rows: Long = 10,
       writeManifest: Boolean = true, attempt: String = "a", landed: Boolean = true,
-      committed: Boolean = true, versionFile: Boolean = false): SnapshotAck = {
+      committed: Boolean = true, versionFile: Boolean = false, ssts: Int = 1,
+      checkpointRoot: String = root): SnapshotAck = {
     import io.rockstate.storage._
     val manifest = s"snapshots/$version-${k.partitionId}-$attempt.json"
     // Format 3: the attempt's version file is its state id; format 2: its changelog.
     val changelog = if (versionFile) s"versions/$version-$attempt.rsv"
       else s"changelog/$version-$attempt.log"
-    val sst = StateFile("000009.sst", s"sst/9-$version-$attempt.sst", 3, 0, "sst")
+    val sstFiles = (9 until 9 + ssts).map(i =>
+      StateFile(f"$i%06d.sst", s"sst/$i-$version-$attempt.sst", 3, 0, "sst"))
     if (writeManifest) {
-      write(s"${storeDir(k)}/${sst.path}", "sst".getBytes(StandardCharsets.UTF_8))
+      sstFiles.foreach(f => write(s"${storeDir(k)}/${f.path}", "sst".getBytes(StandardCharsets.UTF_8)))
       write(s"${storeDir(k)}/$manifest", VersionManifest.toJson(SnapshotManifest(2, version,
-        k.operatorId, k.partitionId, k.storeName, changelog, rows, false, Nil, Seq(sst),
+        k.operatorId, k.partitionId, k.storeName, changelog, rows, false, Nil, sstFiles,
         SnapshotStats.Zero, now, "test")))
     }
     if (versionFile) {
@@ -88,7 +90,8 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach {
         Seq(ChangelogRef(version, changelog, 1, 0, 1)), None, now, "test")))
     }
     if (committed) commitBatch(version - 1)
-    SnapshotAck(AckSource("query-1", run, root, 2, settings, k, version, "exec-1"), storeDir(k),
+    SnapshotAck(AckSource("query-1", run, checkpointRoot, 2, settings, k, version, "exec-1"),
+      storeDir(k),
       manifest, if (versionFile) changelog else s"manifests/$version.json", changelog,
       SnapshotFigures(1, 2, 100, 50, 1, 1, 150, rows), now)
   }
@@ -128,6 +131,27 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach {
     // Written through a temporary file and a rename: nothing else in the directory.
     assert(new File(dir, "rockstate/checkpoints/4").list().filterNot(_.startsWith(".")).toSeq ==
       Seq("_metadata"))
+  }
+
+  test("completion lists each store once and reads its snapshot manifest, whatever its files") {
+    // On an object store a request per snapshot file made a 200-partition checkpoint thousands
+    // of requests; the counting file system counts them as an object store would bill them.
+    hadoopConf.set("fs.rscount.impl", classOf[io.rockstate.testing.CountingFileSystem].getName)
+    val counted = s"${io.rockstate.testing.CountingFileSystem.Scheme}://${dir.getAbsolutePath}"
+    val c = coordinator(retained = 5)
+    def completion(version: Long, ssts: Int): Map[String, Long] = {
+      val acks = expected.toSeq.map(k => ack(k, version, versionFile = true, ssts = ssts,
+        checkpointRoot = counted))
+      io.rockstate.testing.CountingFileSystem.reset()
+      acks.foreach(a => assert(c.acknowledge(a) == AckResult.Success))
+      assert(files.completedVersions().contains(version), c.view("run-1"))
+      io.rockstate.testing.CountingFileSystem.counts
+    }
+    completion(2, ssts = 1) // the run's first completion also reads what completed before
+    val one = completion(4, ssts = 1)
+    val many = completion(6, ssts = 40)
+    assert(one == many, s"1 file a snapshot: $one; 40 files: $many")
+    assert(many("list") <= expected.size + 2 && many("open") <= expected.size + 2, many)
   }
 
   test("a duplicate acknowledgement is DUPLICATE and the first one counts") {
