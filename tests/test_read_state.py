@@ -322,6 +322,14 @@ class _ListAndMapProcessor:
         return Processor()
 
 
+def _list_and_map_query(s):
+    return (s.withColumn("word", F.concat(F.lit("w"), (F.col("value") % 3).cast("string")))
+            .groupBy("key")
+            .transformWithStateInPandas(_ListAndMapProcessor(),
+                                        outputStructType="key STRING, total LONG",
+                                        outputMode="Update", timeMode="None"))
+
+
 # Spark 4.2+ runs transformWithState only on its own RocksDB provider; 4.0 and 4.1 run it on
 # rockstate too (rockstate.spark_lines). The reader reads both, one column family (state
 # variable) at a time.
@@ -332,14 +340,7 @@ TWS_PROVIDERS = [SPARK_ROCKSDB] + (
 
 @pytest.mark.parametrize("provider", TWS_PROVIDERS, ids=lambda p: p.rsplit(".", 1)[-1])
 def test_transform_with_state_in_pandas_reads_like_spark(spark, workdir: Path, provider: str):
-    def build(s):
-        return (s.withColumn("word", F.concat(F.lit("w"), (F.col("value") % 3).cast("string")))
-                .groupBy("key")
-                .transformWithStateInPandas(_ListAndMapProcessor(),
-                                            outputStructType="key STRING, total LONG",
-                                            outputMode="Update", timeMode="None"))
-
-    run = run_stream(spark, provider, build, _batches(3), workdir=workdir, name="tws",
+    run = run_stream(spark, provider, _list_and_map_query, _batches(3), workdir=workdir, name="tws",
                      schema=SCHEMA, confs={
                          "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled":
                          "false"})
@@ -364,16 +365,9 @@ def test_transform_with_state_in_pandas_reads_like_spark(spark, workdir: Path, p
 def test_transform_with_state_change_feed_matches_spark_rocksdb(spark, workdir: Path):
     # The same query on the same input: Spark's change feed of each state variable is the same
     # on rockstate and on Spark's RocksDB provider (changelog checkpointing, which has one).
-    def build(s):
-        return (s.withColumn("word", F.concat(F.lit("w"), (F.col("value") % 3).cast("string")))
-                .groupBy("key")
-                .transformWithStateInPandas(_ListAndMapProcessor(),
-                                            outputStructType="key STRING, total LONG",
-                                            outputMode="Update", timeMode="None"))
-
     feeds = {}
     for provider in TWS_PROVIDERS:
-        run = run_stream(spark, provider, build, _batches(3), workdir=workdir,
+        run = run_stream(spark, provider, _list_and_map_query, _batches(3), workdir=workdir,
                          name=f"tws-feed-{provider.rsplit('.', 1)[-1]}", schema=SCHEMA, confs={
                              "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing"
                              ".enabled": "true"})
