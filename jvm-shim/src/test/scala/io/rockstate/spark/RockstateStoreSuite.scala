@@ -293,10 +293,12 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     def snapshotOf(v: Long) = dir.readSnapshotManifest(dir.listSnapshots().find(_._2 == v).get._1,
       "test")
     val shared = snapshotOf(2).files.map(_.path).toSet // snapshot 4 reuses some of 2's SSTs
-    val sst = new File(storeDir, snapshotOf(4).files.filter(f => f.kind == "sst" &&
-      !shared.contains(f.path)).maxBy(_.size).path)
-    val raf = new RandomAccessFile(sst, "rw")
-    try raf.setLength(sst.length() / 2) finally raf.close()
+    def cutInHalf(sst: File): Unit = {
+      val raf = new RandomAccessFile(sst, "rw")
+      try raf.setLength(sst.length() / 2) finally raf.close()
+    }
+    cutInHalf(new File(storeDir, snapshotOf(4).files.filter(f => f.kind == "sst" &&
+      !shared.contains(f.path)).maxBy(_.size).path))
     assert(dir.readVersionManifest(5).snapshot.map(_.version).contains(4L))
 
     val elsewhere = provider(executor = 1, extra = every2)
@@ -310,6 +312,13 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     awaitSnapshot(6)
     assert(contents(provider(executor = 2, extra = every2).getReadStore(6)) ==
       expected + (("after", 0) -> 0L))
+
+    // With snapshot 2 damaged too, version 5 is rebuilt from empty state and versions 1-5.
+    cutInHalf(new File(storeDir, snapshotOf(2).files.filter(_.kind == "sst").maxBy(_.size).path))
+    val fromEmpty = provider(executor = 4, extra = every2).getReadStore(5).asInstanceOf[StateStore]
+    assert(contents(fromEmpty) == expected)
+    assert(metric(fromEmpty, "numSnapshotsAutoRepaired") == 1)
+    assert(metric(fromEmpty, "rockstateChangelogsReplayed") == 5)
 
     // Past the replay bound there is nothing to rebuild from: an error naming both.
     val bounded = provider(executor = 3, extra = every2 +
