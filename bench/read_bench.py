@@ -14,6 +14,10 @@ Then the memory of ``rockstate.export`` against ``rockstate.read_state`` of the 
 each in a fresh process (peak resident set, ``VmHWM``): export streams each store's snapshot
 past what its changelogs changed and writes 65,536 rows at a time, so its peak stays flat
 however large a partition is (``--partitions 1`` puts the whole state in one).
+
+``--provider spark`` writes the checkpoint with Spark's own RocksDB provider instead
+(changelog checkpointing: the version read is a snapshot zip plus a changelog), which the
+offline reader reads too.
 """
 
 from __future__ import annotations
@@ -46,6 +50,8 @@ def main() -> int:
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--keep", action="store_true", help="keep the checkpoint, print where")
+    parser.add_argument("--provider", choices=("rockstate", "spark"), default="rockstate",
+                        help="which provider writes the checkpoint")
     args = parser.parse_args()
 
     from pyspark.sql import SparkSession
@@ -58,7 +64,18 @@ def main() -> int:
                .config("spark.sql.shuffle.partitions", str(args.partitions))
                .config("spark.ui.enabled", "false").config("spark.driver.memory", "3g")
                .config("spark.ui.showConsoleProgress", "false"))
-    spark = rockstate.configure(builder, snapshotInterval=1).getOrCreate()
+    if args.provider == "rockstate":
+        spark = rockstate.configure(builder, snapshotInterval=1).getOrCreate()
+    else:
+        spark = (builder.config("spark.sql.streaming.stateStore.providerClass",
+                                "org.apache.spark.sql.execution.streaming.state."
+                                "RocksDBStateStoreProvider")
+                 .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled",
+                         "true")
+                 # A snapshot zip of the first batch from the next maintenance run on.
+                 .config("spark.sql.streaming.stateStore.minDeltasForSnapshot", "1")
+                 .config("spark.sql.streaming.stateStore.maintenanceInterval", "1s")
+                 .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     src = work / "src"
     spark.range(args.keys).select(F.concat(F.lit("user-"), F.col("id").cast("string"))
@@ -72,7 +89,15 @@ def main() -> int:
     query.processAllAvailable()
     # A second, one-row batch once the first batch's snapshot is uploaded: the version read
     # is then a RocksDB snapshot plus one changelog, the common case.
-    spark.sparkContext._jvm.io.rockstate.storage.SnapshotUploader.awaitIdle(120000)
+    if args.provider == "rockstate":
+        spark.sparkContext._jvm.io.rockstate.storage.SnapshotUploader.awaitIdle(120000)
+    else:  # every partition's snapshot zip of version 1 is uploaded by maintenance
+        deadline = time.monotonic() + 120
+        while len(list(checkpoint.glob("state/0/*/1.zip"))) < args.partitions:
+            if time.monotonic() > deadline:
+                print("Spark's provider uploaded no snapshot of version 1 within 120 s")
+                return 1
+            time.sleep(0.5)
     spark.createDataFrame([("user-0", 1)], "key STRING, value LONG").write.mode("append") \
         .parquet(str(src))
     query.processAllAvailable()
@@ -106,7 +131,8 @@ def main() -> int:
     if len(set(rows.values())) != 1:
         print(f"row counts differ: {rows}")
         return 1
-    print(f"keys={args.keys} partitions={args.partitions} rows read={rows['spark statestore']}")
+    print(f"provider={args.provider} keys={args.keys} partitions={args.partitions} "
+          f"rows read={rows['spark statestore']}")
     for name, t in timings.items():
         print(f"{name:22} best of {args.repeat}: {t:7.2f} s  ({rows[name] / t:,.0f} rows/s)")
     ratio = timings["rockstate.read_state"] / timings["spark statestore"]

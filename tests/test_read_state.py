@@ -199,35 +199,39 @@ def test_a_damaged_snapshot_file_is_an_error_not_empty_state(checkpoints, tmp_pa
         rockstate.read_state(str(copy))
 
 
+@pytest.mark.parametrize("name", ["agg", "spark-agg", "spark-agg-changelog"])
 def test_export_writes_one_dataset_per_operator_partitioned_by_partition(
-        checkpoints, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    from rockstate import read
+        checkpoints, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str):
+    from rockstate import read, spark_rocksdb
 
-    # Streamed: no partition is read whole, and no chunk holds more rows than the chunk size
-    # (3 here, so every partition takes several).
+    # Streamed, rockstate's stores and Spark's provider's alike: no partition is read whole,
+    # and no chunk holds more rows than the chunk size (3 here, so every partition takes
+    # several).
     chunks: list[int] = []
-    stream = read.store_entry_chunks
 
-    def counted(*args, **kwargs):
-        for keys, values in stream(*args, **kwargs):
-            chunks.append(len(keys))
-            yield keys, values
+    def counted(stream):
+        def chunked(*args, **kwargs):
+            for keys, values in stream(*args, **kwargs):
+                chunks.append(len(keys))
+                yield keys, values
+        return chunked
 
     def whole(self, partitions=None, progress=None):
         raise AssertionError("export read a partition whole")
 
     monkeypatch.setattr(read, "EXPORT_CHUNK_ROWS", 3)
-    monkeypatch.setattr(read, "store_entry_chunks", counted)
+    monkeypatch.setattr(read, "store_entry_chunks", counted(read.store_entry_chunks))
+    monkeypatch.setattr(spark_rocksdb, "entry_chunks", counted(spark_rocksdb.entry_chunks))
     monkeypatch.setattr(read.StateRead, "read", whole)
     dest = tmp_path / "export"
-    written = rockstate.export(str(checkpoints["agg"]), str(dest))
+    written = rockstate.export(str(checkpoints[name]), str(dest))
     assert chunks and max(chunks) <= 3 and len(chunks) > 2
     monkeypatch.undo()
     assert written == [str(dest / "operator=0" / "store=default")]
     assert sorted(p.name for p in (dest / "operator=0" / "store=default").iterdir()) == \
         ["partition_id=0", "partition_id=1"]
     back = ds.dataset(written[0], partitioning="hive").to_table()
-    whole = rockstate.read_state(str(checkpoints["agg"]))
+    whole = rockstate.read_state(str(checkpoints[name]))
     assert back.num_rows == whole.num_rows > 0
     assert sorted(back.column("partition_id").to_pylist()) == \
         sorted(whole.column("partition_id").to_pylist())

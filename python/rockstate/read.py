@@ -286,7 +286,9 @@ def plan_read(loc: CheckpointLocation, operator: int = 0, version: int | None = 
         sources = [StatePartition(p, f"operator {operator} partition {p} store {store} "
                                      "(Spark RocksDB)", spark_rocksdb.versions(loc, path),
                                   lambda v, path=path: _lists(spark_rocksdb.entries(
-                                      loc, path, v, state_var)))
+                                      loc, path, v, state_var)),
+                                  lambda v, path=path: spark_rocksdb.entry_chunks(
+                                      loc, path, v, state_var, EXPORT_CHUNK_ROWS))
                    for p, path in sorted(spark_rocksdb.partitions(loc, operator, store).items())
                    if partitions is None or p in partitions]
     if not sources:
@@ -420,9 +422,10 @@ def export(location: str | CheckpointLocation, dest: str, format: str = "parquet
     transformWithState operator, its own dataset) under ``dest``, as
     ``<dest>/operator=<op>/store=<name>[/column_family=<var>]/partition_id=<p>/...``;
     returns the dataset paths. ``storage_options`` open the checkpoint, ``dest_options``
-    the destination's file system. A rockstate store is streamed: its snapshot's rows pass
-    what its changelogs changed and are written 65,536 at a time, so memory does not grow with
-    the state (a Spark provider's partition is read whole, one at a time)."""
+    the destination's file system. Every store is streamed, rockstate's and Spark's RocksDB
+    provider's: its snapshot's rows pass what its changelogs changed and are written 65,536
+    at a time, so memory does not grow with the state (only with what the changelogs after
+    the snapshot wrote)."""
     if format != "parquet":
         raise RockstateError(f"export writes parquet; {format!r} is not supported")
     loc = open_location(location, storage_options)

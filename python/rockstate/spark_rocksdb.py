@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from rockstate import decompress
+from rockstate.changelog_overlay import ChangelogOverlay
 from rockstate.checkpoint_path import file_name, local_within, relative_path
 from rockstate.errors import CorruptCheckpointError, RockstateError
 from rockstate.location import DEFAULT_STORE, CheckpointLocation
@@ -136,8 +137,9 @@ def _decompress(data: bytes, where: str) -> bytes:
         raise CorruptCheckpointError(f"{where} is damaged ({e}).") from None
 
 
-def _replay_changelog(entries: dict[bytes, bytes], data: bytes, where: str) -> None:
-    """Applies one decompressed changelog file to ``entries``."""
+def _changelog_records(data: bytes, where: str) -> Iterator[tuple[str, bytes, bytes | None]]:
+    """The records of one decompressed changelog file, in order: (``put``, ``merge`` or
+    ``delete``, key, value or None)."""
     at = 0
     (n,) = struct.unpack_from(">H", data, 0) if len(data) >= 2 else (0,)
     typed = False
@@ -171,14 +173,14 @@ def _replay_changelog(entries: dict[bytes, bytes], data: bytes, where: str) -> N
             vlen = length(at, "value", delete_marker=True)
             at += 4
             if vlen < 0:
-                entries.pop(key, None)
+                yield "delete", key, None
                 continue
             value = data[at:at + vlen]
             at += vlen
-            if kind == 0x11 and key in entries:  # merge: RocksDB's string append with ","
-                entries[key] = entries[key] + b"," + value
-            elif kind in (0x01, 0x11):
-                entries[key] = value
+            if kind == 0x11:  # merge: RocksDB's string append with ","
+                yield "merge", key, value
+            elif kind == 0x01:
+                yield "put", key, value
             else:
                 raise CorruptCheckpointError(f"{where}: unknown record type {kind}")
     except (IndexError, struct.error):
@@ -188,11 +190,44 @@ def _replay_changelog(entries: dict[bytes, bytes], data: bytes, where: str) -> N
 
 def apply_changelog(entries: dict[bytes, bytes], data: bytes, where: str) -> None:
     """Applies one changelog file of Spark's provider, as stored (compressed), to ``entries``."""
-    _replay_changelog(entries, _decompress(data, where), where)
+    for op, key, value in _changelog_records(_decompress(data, where), where):
+        if op == "delete":
+            entries.pop(key, None)
+        elif op == "merge" and key in entries:
+            entries[key] = entries[key] + b"," + value  # type: ignore[operator]
+        else:
+            entries[key] = value  # type: ignore[assignment]
 
 
-def _snapshot(loc: CheckpointLocation, path: str, version: int) -> tuple[dict, dict, dict]:
-    """(entries, column family ids, which families are internal) of ``<version>.zip``."""
+def _overlay(loc: CheckpointLocation, path: str, base: int, version: int) -> ChangelogOverlay:
+    """The changelogs of versions ``base`` + 1 to ``version``, replayed into an overlay."""
+    overlay = ChangelogOverlay()
+    for v in range(base + 1, version + 1):
+        where = posixpath.join(path, f"{v}.changelog")
+        try:
+            data = loc.fs.cat_file(where)
+        except FileNotFoundError:
+            raise CorruptCheckpointError(f"{where}, needed by version {version}, is missing; "
+                                         "the checkpoint is damaged.") from None
+        for op, key, value in _changelog_records(_decompress(data, where), where):
+            if op == "delete":
+                overlay.delete(key)
+            elif op == "merge":
+                overlay.merge(key, value)  # type: ignore[arg-type]
+            else:
+                overlay.put(key, value)  # type: ignore[arg-type]
+    return overlay
+
+
+@contextmanager
+def _staged_snapshot(loc: CheckpointLocation, path: str, version: int
+                     ) -> Iterator[tuple[Iterator[tuple[bytes, bytes]], dict, dict]]:
+    """(entries in key order, column family ids, which families are internal) of
+    ``<version>.zip``, staged to a temporary directory and open while the block runs;
+    version 0: empty state."""
+    if version == 0:
+        yield iter(()), {}, {}
+        return
     zip_path = posixpath.join(path, f"{version}.zip")
     with tempfile.TemporaryDirectory(prefix="rockstate-read-spark-") as tmp:
         _extract(loc.fs.cat_file(zip_path), Path(tmp), zip_path)
@@ -213,9 +248,9 @@ def _snapshot(loc: CheckpointLocation, path: str, version: int) -> tuple[dict, d
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise CorruptCheckpointError(f"the metadata in {zip_path} has a missing or bad "
                                          f"field ({e!r}); the snapshot is damaged.") from None
-        entries = open_read_only(tmp, zip_path)
-    return (entries, metadata.get("columnFamilyMapping") or {},
-            metadata.get("columnFamilyTypeMap") or {})
+        with read_only_items(tmp, zip_path) as items:
+            yield (items, metadata.get("columnFamilyMapping") or {},
+                   metadata.get("columnFamilyTypeMap") or {})
 
 
 def _stage_shared_file(loc: CheckpointLocation, path: str, f: dict, entry: str, sub: str,
@@ -285,34 +320,61 @@ def _extract(data: bytes, into: Path, where: str) -> None:
         raise CorruptCheckpointError(f"{where} is not a valid zip file ({e}).") from None
 
 
-def entries(loc: CheckpointLocation, path: str, version: int,
-            family: str | None = None) -> dict[bytes, bytes]:
-    """Every key and value of one partition at ``version``: the newest snapshot at or below it
-    plus the changelogs after it. With column families (transformWithState), ``family``
-    picks one, its 2-byte little-endian id stripped from the keys."""
+def _base(loc: CheckpointLocation, path: str, version: int) -> int:
+    """The newest snapshot at or below ``version`` (0: none), once ``version`` is known."""
     if version not in versions(loc, path):
         raise RockstateError(f"version {version} of {path} is not in the checkpoint")
-    base = max((v for v in _numbered(loc, path, ".zip") if v <= version), default=0)
-    state, families, internal = _snapshot(loc, path, base) if base else ({}, {}, {})
-    for v in range(base + 1, version + 1):
-        where = posixpath.join(path, f"{v}.changelog")
-        try:
-            data = loc.fs.cat_file(where)
-        except FileNotFoundError:
-            raise CorruptCheckpointError(f"{where}, needed by version {version}, is missing; "
-                                         "the checkpoint is damaged.") from None
-        apply_changelog(state, data, where)
+    return max((v for v in _numbered(loc, path, ".zip") if v <= version), default=0)
+
+
+def _family_prefix(path: str, version: int, families: dict, internal: dict,
+                   family: str | None) -> bytes | None:
+    """The key prefix of ``family`` (b"": every key; None: a variable with nothing written
+    yet), or why the read makes no sense."""
     variables = sorted(n for n in families if n != "default" and not internal.get(n))
     if family is None:
         if variables:
             raise RockstateError(f"{path} holds the state variables {variables}; read one "
                                  "with state_var=<name> (--state-var).")
-        return state
+        return b""
     if not families:
         raise RockstateError(f"{path} has no snapshot at or below version {version}, so "
                              "which column family has which id is unknown; read a version "
                              "after the first snapshot.")
     if family not in families:
-        return {}  # a state variable with nothing written yet
-    prefix = struct.pack("<H", int(families[family]))
-    return {k[2:]: v for k, v in state.items() if k[:2] == prefix}
+        return None
+    return struct.pack("<H", int(families[family]))
+
+
+def entries(loc: CheckpointLocation, path: str, version: int,
+            family: str | None = None) -> dict[bytes, bytes]:
+    """Every key and value of one partition at ``version``: the newest snapshot at or below it
+    plus the changelogs after it. With column families (transformWithState), ``family``
+    picks one, its 2-byte little-endian id stripped from the keys."""
+    out: dict[bytes, bytes] = {}
+    for keys, values in entry_chunks(loc, path, version, family, rows=1 << 62):
+        out.update(zip(keys, values, strict=True))
+    return out
+
+
+def entry_chunks(loc: CheckpointLocation, path: str, version: int, family: str | None,
+                 rows: int) -> Iterator[tuple[list[bytes], list[bytes]]]:
+    """The entries of :func:`entries`, ``rows`` at a time, in bounded memory: the snapshot's
+    keys stream past the changelogs' overlay (only the keys those touch are held)."""
+    base = _base(loc, path, version)
+    overlay = _overlay(loc, path, base, version)
+    with _staged_snapshot(loc, path, base) as (items, families, internal):
+        prefix = _family_prefix(path, version, families, internal, family)
+        if prefix is None:
+            return  # a state variable with nothing written yet
+        keys: list[bytes] = []
+        values: list[bytes] = []
+        for key, value in overlay.stream(items):
+            if key.startswith(prefix):
+                keys.append(key[len(prefix):])
+                values.append(value)
+                if len(keys) >= rows:
+                    yield keys, values
+                    keys, values = [], []
+        if keys:
+            yield keys, values
