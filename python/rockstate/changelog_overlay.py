@@ -80,6 +80,22 @@ class ChangelogOverlay:
             if key not in seen and (value := self.value_of(key, None)) is not None:
                 yield key, value
 
+    def chunks(self, snapshot: Iterator[tuple[bytes, bytes]], prefix: bytes, rows: int
+               ) -> Iterator[tuple[list[bytes], list[bytes]]]:
+        """The version's entries whose keys start with ``prefix`` (a column family's id,
+        stripped), as :meth:`stream` gives them, ``rows`` keys and values at a time."""
+        keys: list[bytes] = []
+        values: list[bytes] = []
+        for key, value in self.stream(snapshot):
+            if key.startswith(prefix):
+                keys.append(key[len(prefix):])
+                values.append(value)
+                if len(keys) >= rows:
+                    yield keys, values
+                    keys, values = [], []
+        if keys:
+            yield keys, values
+
     def apply_to_sorted(self, keys: list[bytes], values: list[bytes]
                         ) -> tuple[list[bytes], list[bytes]]:
         """A snapshot's ``keys`` (sorted, as RocksDB iterates them) and ``values`` at the

@@ -176,18 +176,8 @@ def store_entry_chunks(loc: CheckpointLocation, store: StoreRef, version: int,
         return
     overlay = _overlay(loc, store, version, m)
     prefix = b"" if family is None else family_prefix(m.column_families[family])
-    keys: list[bytes] = []
-    values: list[bytes] = []
     with _staged_snapshot(loc, store, version, m) as items:
-        for key, value in overlay.stream(items):
-            if key.startswith(prefix):
-                keys.append(key[len(prefix):])
-                values.append(value)
-                if len(keys) >= rows:
-                    yield keys, values
-                    keys, values = [], []
-    if keys:
-        yield keys, values
+        yield from overlay.chunks(items, prefix, rows)
 
 
 @contextmanager

@@ -365,16 +365,5 @@ def entry_chunks(loc: CheckpointLocation, path: str, version: int, family: str |
     overlay = _overlay(loc, path, base, version)
     with _staged_snapshot(loc, path, base) as (items, families, internal):
         prefix = _family_prefix(path, version, families, internal, family)
-        if prefix is None:
-            return  # a state variable with nothing written yet
-        keys: list[bytes] = []
-        values: list[bytes] = []
-        for key, value in overlay.stream(items):
-            if key.startswith(prefix):
-                keys.append(key[len(prefix):])
-                values.append(value)
-                if len(keys) >= rows:
-                    yield keys, values
-                    keys, values = [], []
-        if keys:
-            yield keys, values
+        if prefix is not None:  # None: a state variable with nothing written yet
+            yield from overlay.chunks(items, prefix, rows)
