@@ -424,16 +424,19 @@ final class VersionedRocksDB(
     commitId = id
     // Snapshots fall on the multiples of the interval in every partition, so that a version's
     // snapshots make one checkpoint; a lineage that missed some catches up at twice the length.
-    // Spark forces a snapshot (forceSnapshotOnCommit) of a store its coordinator sees lagging;
-    // one that could not begin (the previous upload still running) is owed to the next commit.
+    // Spark forces a snapshot (forceSnapshotOnCommit) of a store its coordinator sees lagging.
+    // One that cannot begin because the previous upload is still running is not owed: that
+    // upload reports to Spark's coordinator when it lands, and a snapshot owed to the next
+    // commit would be uploading when a checkpoint version comes, which then has none. A load
+    // that repaired a damaged snapshot does owe one (`forceOwed`).
     val forced = forceSnapshot || forceOwed
     val due = syncMs == 0 && (forced || conf.isCheckpointVersion(version) ||
       chain.size >= 2 * conf.snapshotInterval)
     val begun = if (due) startSnapshot(version, listener) else None
-    forceOwed = forced && syncMs == 0 && begun.isEmpty
+    forceOwed = forceOwed && syncMs == 0 && begun.isEmpty
     val (stats, done, failed) = snapshots.drainCompleted()
     lastCommit = CommitFigures(fileBytes, log.records, syncMs + begun.getOrElse(0L), stats, done,
-      failed, forcedSnapshots = if (forced && !forceOwed) 1 else 0)
+      failed, forcedSnapshots = if (forced && (syncMs > 0 || begun.isDefined)) 1 else 0)
     manifest
   }
 
