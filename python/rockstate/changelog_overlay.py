@@ -48,6 +48,20 @@ class ChangelogOverlay:
             self.merged.pop(key, None)
             self.final[key] = None
 
+    def apply(self, op: str, key: bytes, value: bytes | None) -> None:
+        """One changelog record, as the readers name its kind: ``put``, ``merge``, ``delete``
+        or ``deleteRange`` (``value`` then holds the range's end)."""
+        if op == "put":
+            self.put(key, value)  # type: ignore[arg-type]
+        elif op == "merge":
+            self.merge(key, value)  # type: ignore[arg-type]
+        elif op == "delete":
+            self.delete(key)
+        elif op == "deleteRange":
+            self.delete_range(key, value)  # type: ignore[arg-type]
+        else:
+            raise ValueError(f"unknown changelog record kind {op!r}")
+
     def in_range(self, key: bytes) -> bool:
         return any(start <= key < end for start, end in self.ranges)
 

@@ -211,14 +211,7 @@ def _overlay(loc: CheckpointLocation, store: StoreRef, version: int,
                 "does not match its manifest; the checkpoint is damaged.")
         where = posixpath.join(store.path, c.path)
         for op, key, value in changelog_records(changes_of(data, c.path, where), where):
-            if op == "put":
-                overlay.put(key, value)  # type: ignore[arg-type]
-            elif op == "delete":
-                overlay.delete(key)
-            elif op == "merge":
-                overlay.merge(key, value)  # type: ignore[arg-type]
-            else:  # deleteRange: [key, value) holds the end key
-                overlay.delete_range(key, value)  # type: ignore[arg-type]
+            overlay.apply(op, key, value)
     return overlay
 
 
@@ -230,8 +223,8 @@ class StatePartition:
     label: str
     versions: list[int]
     entries_at: Callable[[int], tuple[list[bytes], list[bytes]]]  # its keys, its values
-    # The same entries a bounded number at a time (None: read them whole).
-    chunks_at: Callable[[int], Iterator[tuple[list[bytes], list[bytes]]]] | None = None
+    # The same entries a bounded number at a time.
+    chunks_at: Callable[[int], Iterator[tuple[list[bytes], list[bytes]]]]
 
 
 @dataclass(frozen=True)
@@ -275,8 +268,8 @@ def plan_read(loc: CheckpointLocation, operator: int = 0, version: int | None = 
     if not sources:  # Spark's own RocksDB provider
         sources = [StatePartition(p, f"operator {operator} partition {p} store {store} "
                                      "(Spark RocksDB)", spark_rocksdb.versions(loc, path),
-                                  lambda v, path=path: _lists(spark_rocksdb.entries(
-                                      loc, path, v, state_var)),
+                                  lambda v, path=path: spark_rocksdb.entry_lists(
+                                      loc, path, v, state_var),
                                   lambda v, path=path: spark_rocksdb.entry_chunks(
                                       loc, path, v, state_var, EXPORT_CHUNK_ROWS))
                    for p, path in sorted(spark_rocksdb.partitions(loc, operator, store).items())
@@ -353,11 +346,9 @@ def _write_partitions(plan: StateRead, fs: Any, path: str,
             fs.rm(folder, recursive=True)
         if progress:
             progress(f"{part.label}: version {plan.version}")
-        chunks = part.chunks_at(plan.version) if part.chunks_at else \
-            _whole(part.entries_at(plan.version))
         with ExitStack() as open_files:
             writer = None
-            for keys, values in chunks:
+            for keys, values in part.chunks_at(plan.version):
                 table = plan.decode(keys, values, [part.partition] * len(keys)) \
                     .drop_columns(["partition_id"])
                 if writer is None:
@@ -369,17 +360,6 @@ def _write_partitions(plan: StateRead, fs: Any, path: str,
                 del table
         # Before the next partition is read: one chunk's rows are the peak.
         pa.default_memory_pool().release_unused()
-
-
-def _whole(entries: tuple[list[bytes], list[bytes]]
-           ) -> Iterator[tuple[list[bytes], list[bytes]]]:
-    """A partition's entries as one chunk (none if it has no rows)."""
-    if entries[0]:
-        yield entries
-
-
-def _lists(entries: dict[bytes, bytes]) -> tuple[list[bytes], list[bytes]]:
-    return list(entries), list(entries.values())
 
 
 def _python_values(arr: pa.Array) -> list:

@@ -210,12 +210,7 @@ def _overlay(loc: CheckpointLocation, path: str, base: int, version: int) -> Cha
             raise CorruptCheckpointError(f"{where}, needed by version {version}, is missing; "
                                          "the checkpoint is damaged.") from None
         for op, key, value in _changelog_records(_decompress(data, where), where):
-            if op == "delete":
-                overlay.delete(key)
-            elif op == "merge":
-                overlay.merge(key, value)  # type: ignore[arg-type]
-            else:
-                overlay.put(key, value)  # type: ignore[arg-type]
+            overlay.apply(op, key, value)
     return overlay
 
 
@@ -351,10 +346,19 @@ def entries(loc: CheckpointLocation, path: str, version: int,
     """Every key and value of one partition at ``version``: the newest snapshot at or below it
     plus the changelogs after it. With column families (transformWithState), ``family``
     picks one, its 2-byte little-endian id stripped from the keys."""
-    out: dict[bytes, bytes] = {}
-    for keys, values in entry_chunks(loc, path, version, family, rows=1 << 62):
-        out.update(zip(keys, values, strict=True))
-    return out
+    return dict(zip(*entry_lists(loc, path, version, family), strict=True))
+
+
+def entry_lists(loc: CheckpointLocation, path: str, version: int,
+                family: str | None = None) -> tuple[list[bytes], list[bytes]]:
+    """The entries of :func:`entries` as a list of keys and one of values (no dict of every
+    key): what ``read_state`` decodes."""
+    keys: list[bytes] = []
+    values: list[bytes] = []
+    for chunk_keys, chunk_values in entry_chunks(loc, path, version, family, rows=1 << 16):
+        keys += chunk_keys
+        values += chunk_values
+    return keys, values
 
 
 def entry_chunks(loc: CheckpointLocation, path: str, version: int, family: str | None,
