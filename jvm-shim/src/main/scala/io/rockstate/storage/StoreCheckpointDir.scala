@@ -272,11 +272,8 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
   private def listVersionStatuses(): Seq[(Long, FileStatus)] = {
     if (!fs.exists(manifestsDir)) return Seq.empty
     fs.listStatus(manifestsDir).toSeq.flatMap { st =>
-      val name = st.getPath.getName
-      val digits = name.stripSuffix(".json")
-      if (name.endsWith(".json") && digits.nonEmpty && digits.forall(_.isDigit)) {
-        Some(digits.toLong -> st)
-      } else None
+      VersionEntry.parse(s"manifests/${st.getPath.getName}", st.getModificationTime, st.getLen)
+        .map(_.version -> st)
     }.sortBy(_._1)
   }
 
