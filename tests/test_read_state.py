@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import json
+import os
 from pathlib import Path
 
 import fsspec
@@ -18,6 +19,7 @@ import pytest
 from pyspark.sql import functions as F
 
 import rockstate
+import rockstate.read
 from rockstate import spark_lines
 from support.cli import run_cli
 from support.streams import SPARK_ROCKSDB, run_stream
@@ -182,6 +184,37 @@ def test_partitions_and_versions_select(checkpoints):
     assert 0 < one.num_rows < everything.num_rows
     with pytest.raises(rockstate.RockstateError, match="version 99"):
         rockstate.read_state(str(checkpoints["dedup"]), version=99)
+
+
+_PLAN_READ = rockstate.read.plan_read
+
+
+def _plan_read_noting_the_process(*args, **kwargs):
+    """``plan_read`` that notes which process ran it (forked workers inherit the patch)."""
+    with open(os.environ["ROCKSTATE_TEST_PIDS"], "a") as noted:
+        noted.write(f"{os.getpid()}\n")
+    return _PLAN_READ(*args, **kwargs)
+
+
+@pytest.mark.parametrize("name", ["dedup", "spark-agg-changelog"])
+def test_worker_processes_read_what_one_process_reads(checkpoints, name: str, tmp_path: Path,
+                                                      monkeypatch):
+    pids = tmp_path / "pids"
+    monkeypatch.setenv("ROCKSTATE_TEST_PIDS", str(pids))
+    monkeypatch.setattr(rockstate.read, "plan_read", _plan_read_noting_the_process)
+    serial_labels: list[str] = []
+    serial = rockstate.read_state(str(checkpoints[name]), workers=1,
+                                  progress=serial_labels.append)
+    assert set(pids.read_text().split()) == {str(os.getpid())}
+    pids.unlink()
+    labels: list[str] = []
+    parallel = rockstate.read_state(str(checkpoints[name]), workers=2, progress=labels.append)
+    workers = set(pids.read_text().split()) - {str(os.getpid())}
+    assert len(workers) == 2, "two worker processes each planned their share"
+    assert parallel.num_rows > 0 and parallel.equals(serial), "same rows, in the same order"
+    assert labels == serial_labels and len(labels) >= 2
+    with pytest.raises(ValueError, match="workers must be 1 or more"):
+        rockstate.read_state(str(checkpoints[name]), workers=0)
 
 
 def test_a_damaged_snapshot_file_is_an_error_not_empty_state(checkpoints, tmp_path: Path):

@@ -73,6 +73,11 @@ class CheckpointLocation:
             raise CorruptCheckpointError(
                 f"{url} is not a directory; give the query's checkpointLocation.")
 
+    @property
+    def local(self) -> bool:
+        """Whether the location is on this machine's disk (not an object store)."""
+        return self._local
+
     def path(self, *parts: str) -> str:
         """A path inside the location, in its file system (for listings: reads go through
         :meth:`read_file`, which checks that the path stays inside)."""

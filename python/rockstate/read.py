@@ -15,15 +15,17 @@ operator. The table has the columns Spark's ``statestore`` data source has:
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import tempfile
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from rockstate import offsets, spark_rocksdb
@@ -39,6 +41,7 @@ from rockstate.format import (
 )
 from rockstate.location import DEFAULT_STORE, CheckpointLocation, StoreRef, open_location
 from rockstate.operator_metadata import is_transform_with_state, read_operator_metadata
+from rockstate.read_workers import read_in_workers, worker_count
 from rockstate.state_schema import family_schemas, v2_schemas
 from rockstate.unsaferow import decode_rows
 
@@ -237,22 +240,23 @@ class StateRead:
     store: str
     version: int
     partitions: tuple[StatePartition, ...]
-    decode: Callable[[list[bytes], list[bytes], list[int]], pa.Table]
+    decode: Callable[[list[bytes], list[bytes], Sequence[int]], pa.Table]
 
     def read(self, partitions: tuple[StatePartition, ...] | None = None,
              progress: Callable[[str], None] | None = None) -> pa.Table:
         """The rows of ``partitions`` (default: all), as one table."""
         keys: list[bytes] = []
         values: list[bytes] = []
-        partition_ids: list[int] = []
+        partition_ids: list[np.ndarray] = []
         for part in self.partitions if partitions is None else partitions:
             if progress:
                 progress(f"{part.label}: version {self.version}")
             part_keys, part_values = part.entries_at(self.version)
             keys.extend(part_keys)
             values.extend(part_values)
-            partition_ids.extend([part.partition] * len(part_keys))
-        return self.decode(keys, values, partition_ids)
+            partition_ids.append(np.full(len(part_keys), part.partition, dtype=np.int32))
+        return self.decode(keys, values, np.concatenate(partition_ids) if partition_ids
+                           else np.empty(0, dtype=np.int32))
 
 
 def plan_read(loc: CheckpointLocation, operator: int = 0, version: int | None = None,
@@ -290,7 +294,7 @@ def plan_read(loc: CheckpointLocation, operator: int = 0, version: int | None = 
                                  f"(it has {sorted(kinds)})")
         family = family_schemas(loc, operator, store)[state_var]
 
-        def decode(keys: list[bytes], values: list[bytes], ids: list[int]) -> pa.Table:
+        def decode(keys: list[bytes], values: list[bytes], ids: Sequence[int]) -> pa.Table:
             return tws.decode_variable(kinds[state_var], family, keys, values, ids)
     else:
         if is_transform_with_state(loc, operator):
@@ -303,7 +307,7 @@ def plan_read(loc: CheckpointLocation, operator: int = 0, version: int | None = 
         refuse_prefix_keys(loc, operator, store)
         key_schema, value_schema = v2_schemas(loc, operator, store)
 
-        def decode(keys: list[bytes], values: list[bytes], ids: list[int]) -> pa.Table:
+        def decode(keys: list[bytes], values: list[bytes], ids: Sequence[int]) -> pa.Table:
             try:
                 key = decode_rows(keys, key_schema, ENCODING_VERSION_BYTES)
                 value = decode_rows(values, value_schema, ENCODING_VERSION_BYTES)
@@ -319,16 +323,32 @@ def read_state(location: str | CheckpointLocation, operator: int = 0,
                store: str = DEFAULT_STORE,
                progress: Callable[[str], None] | None = None,
                state_var: str | None = None,
-               storage_options: dict[str, Any] | None = None) -> pa.Table:
+               storage_options: dict[str, Any] | None = None,
+               workers: int | None = None) -> pa.Table:
     """The state of one operator's store at ``version`` (default: the newest every partition
     has), as a table of ``key``, ``value`` and ``partition_id``.
+
+    The partitions of a checkpoint on a local disk are read by ``workers`` processes (default:
+    one per CPU this process may use; 1 reads in this process).
 
     For a transformWithState operator (Spark's RocksDB provider), ``state_var`` names the
     state variable; the columns are then those Spark's ``statestore`` source gives it
     (``list_element`` for a list, ``user_map_key`` and ``user_map_value`` for a map)."""
     loc = open_location(location, storage_options)
-    return plan_read(loc, operator, version, partitions, store, state_var).read(
-        progress=progress)
+    plan = plan_read(loc, operator, version, partitions, store, state_var)
+    count = worker_count(loc.local, len(plan.partitions), workers)
+    if count == 1:
+        return plan.read(progress=progress)
+    share = functools.partial(_read_share, loc, plan.operator, plan.version, plan.store,
+                              state_var)
+    return read_in_workers(share, [(p.partition, f"{p.label}: version {plan.version}")
+                                   for p in plan.partitions], count, progress)
+
+
+def _read_share(loc: CheckpointLocation, operator: int, version: int, store: str,
+                state_var: str | None, partitions: list[int]) -> pa.Table:
+    """A worker's share of :func:`read_state`: its partitions, planned again and read."""
+    return plan_read(loc, operator, version, partitions, store, state_var).read()
 
 
 def _write_partitions(plan: StateRead, fs: Any, path: str,

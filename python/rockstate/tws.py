@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -56,7 +57,7 @@ def _sub_schema(schema: dict, fields: slice) -> dict:
 
 
 def decode_variable(kind: str, family: FamilySchema, keys: list[bytes], values: list[bytes],
-                    partitions: list[int]) -> pa.Table:
+                    partitions: Sequence[int]) -> pa.Table:
     """One state variable's rows, with the columns Spark's ``statestore`` source gives it."""
     if kind == "ValueState":
         return pa.table({"key": decode_rows(keys, family.key, ROW),

@@ -174,11 +174,14 @@ def _fixed_regions(joined: np.ndarray, starts: np.ndarray, lengths: np.ndarray, 
                          "match the state")
     if lengths.min() == lengths.max():  # fixed-width rows: a plain reshape
         return joined.reshape(n, int(lengths[0]))[:, skip:skip + fixed_len]
-    out = np.empty((n, fixed_len), dtype=np.uint8)
-    columns = np.arange(fixed_len)
-    for at in range(0, n, _CHUNK):
-        out[at:at + _CHUNK] = joined[starts[at:at + _CHUNK, None] + skip + columns]
-    return out
+    # The region is whole 8-byte words: gathered a word per row at a time, from a view that
+    # reads the 8 bytes at every byte offset (rows start anywhere), not byte by byte.
+    words = np.ndarray((len(joined) - 7,), dtype="<u8", buffer=joined, strides=(1,))
+    out = np.empty((n, fixed_len // 8), dtype="<u8")
+    firsts = starts + skip
+    for w in range(fixed_len // 8):
+        out[:, w] = words[firsts + 8 * w]
+    return out.view(np.uint8)
 
 
 def _variable_bytes(joined: np.ndarray, starts: np.ndarray, offsets: np.ndarray,
@@ -197,9 +200,10 @@ def _variable_bytes(joined: np.ndarray, starts: np.ndarray, offsets: np.ndarray,
         if count == 0:
             continue
         first = int(ends[at] - sizes[at])
-        # Each byte's source: its span's start, plus its place within the span.
-        within = np.arange(count) - np.repeat(ends[at:at + _CHUNK] - part - first, part)
-        data[first:first + count] = joined[np.repeat(begins[at:at + _CHUNK], part) + within]
+        # Each byte's source: its place in the output, moved by how far its span's start in
+        # the rows is from its start in the output.
+        shift = begins[at:at + _CHUNK] - (ends[at:at + _CHUNK] - part - first)
+        data[first:first + count] = joined[np.arange(count) + np.repeat(shift, part)]
     large = total >= 2**31 - 1
     offsets_out = np.zeros(n + 1, dtype=np.int64 if large else np.int32)
     offsets_out[1:] = ends
@@ -225,6 +229,19 @@ def _spans(lengths: np.ndarray, fixed: np.ndarray, slot: int, skip: int,
     return offsets, sizes
 
 
+def _packed(rows: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where each row starts in one buffer of them all, its length, and that buffer: built
+    by Arrow's converter in C (a third of the time of joining the bytes and taking each one's
+    length in Python)."""
+    packed = pa.array(rows, type=pa.large_binary())
+    _, offsets_buf, data_buf = packed.buffers()
+    offsets = np.frombuffer(offsets_buf, dtype=np.int64, count=len(rows) + 1)
+    total = int(offsets[-1])
+    joined = (np.frombuffer(data_buf, dtype=np.uint8, count=total) if total
+              else np.empty(0, dtype=np.uint8))
+    return offsets[:-1], np.diff(offsets), joined
+
+
 def decode_rows(rows: Sequence[bytes], schema: dict, skip: int = 0) -> pa.StructArray:
     """Decodes UnsafeRows (each starting ``skip`` bytes in) into a struct array of ``schema``.
 
@@ -238,9 +255,7 @@ def decode_rows(rows: Sequence[bytes], schema: dict, skip: int = 0) -> pa.Struct
     typ = arrow_type(schema)
     if n == 0:
         return pa.array([], type=typ)
-    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=n)
-    joined = np.frombuffer(b"".join(rows), dtype=np.uint8)
-    starts = np.cumsum(lengths) - lengths
+    starts, lengths, joined = _packed(rows)
     fixed = _fixed_regions(joined, starts, lengths, skip, fixed_len)
     children = []
     for i, f in enumerate(fields):
