@@ -6,6 +6,7 @@ HDFSBackedStateStoreProvider and once on rockstate, and both must agree batch fo
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from pyspark.sql import functions as F
 
 import rockstate
 from support.queries import BATCHES, SCHEMA, events, join, pandas_count_until_timeout, sided
+from support.savepoints import settled
 from support.streams import assert_same_as_oracle, run_stream
 
 # The other Spark lines' leg (dev/test-spark-line) runs one query of each way an operator uses
@@ -162,3 +164,40 @@ def test_query_stopped_while_a_snapshot_uploads_loses_nothing(spark, workdir: Pa
     assert_same_as_oracle(
         spark, lambda s: s.groupBy("key").agg(F.sum("value").alias("total")), batches,
         workdir=workdir, name="stop-mid-upload", schema=SCHEMA, restart_at=2, confs=slow)
+
+
+@MAIN_LINE_ONLY
+def test_a_damaged_snapshot_is_repaired_on_restart_and_the_query_agrees_with_the_oracle(
+        spark, workdir: Path):
+    """The query stops after batch 3; in a copy of its checkpoint one SST of the snapshot
+    partition 0's version 4 is built on loses half its bytes, and the query restarts from the
+    copy. The load rebuilds version 4 from an older snapshot (or empty state) plus the
+    changelogs since (automatic snapshot repair, on by default), counts it in
+    ``numSnapshotsAutoRepaired``, and the query's output and state are the oracle's."""
+    damaged: dict[str, object] = {}
+
+    def damage_partition_0s_snapshot(query, checkpoint: Path) -> Path:
+        query.stop()
+        settled(checkpoint)  # the last snapshot uploads have landed
+        copy = workdir / "repair-copy"
+        shutil.copytree(checkpoint, copy)
+        loc = rockstate.CheckpointLocation(str(copy))
+        store = next(s for s in loc.stores(0) if s.partition == 0)
+        version = loc.versions(store)[-1]
+        m = loc.manifest(store, version)
+        assert m.snapshot is not None, m
+        newest = loc.snapshot_manifest(store, m.snapshot.path, "test")
+        sst = next(f for f in newest.files if f.kind == "sst")
+        path = Path(store.path) / sst.path
+        path.write_bytes(path.read_bytes()[:sst.size // 2])
+        damaged.update(version=version, snapshot=m.snapshot.version)
+        return copy
+
+    _, mine = assert_same_as_oracle(
+        spark, lambda s: s.groupBy("key").agg(F.sum("value").alias("total")), BATCHES,
+        workdir=workdir, name="repair", schema=SCHEMA, restart_at=4,
+        relocate=damage_partition_0s_snapshot)
+    assert damaged["version"] == 4 and damaged["snapshot"] >= 2, damaged
+    repaired = [p["stateOperators"][0]["customMetrics"].get("numSnapshotsAutoRepaired", 0)
+                for p in mine.progress if p["batchId"] >= 4]
+    assert repaired[0] == 1 and sum(repaired) == 1, repaired
