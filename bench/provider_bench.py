@@ -159,7 +159,7 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
         k, _, v = item.partition("=")
         extra["spark.sql.streaming.stateStore.rockstate." + k] = v
     builder = (
-        SparkSession.builder.master("local[2]").appName(f"bench-{name}")
+        SparkSession.builder.master(args.master).appName(f"bench-{name}")
         .config("spark.sql.shuffle.partitions", str(args.partitions))
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
@@ -204,12 +204,15 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
     written, commits, task_bytes, durations, rows, millis = [], [], [], [], 0, 0
     pid = spark.sparkContext._gateway.proc.pid
     cpu = []
+    batch_requests: list[dict[str, int]] = []
     for i, f in enumerate(staged):
         cpu.append(cpu_seconds(pid))
+        before = s3_requests()
         shutil.copy(f, src / f.name)
         query.processAllAvailable()
         p = query.lastProgress
         cpu[-1] = cpu_seconds(pid) - cpu[-1]
+        batch_requests.append(_delta(s3_requests(), before))
         now = state_files(checkpoint)
         new_bytes = sum(size for path, size in now.items() if seen.get(path) != size)
         seen = now
@@ -241,6 +244,7 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
             "stores": len(completed[-1].stores) if completed else 0,
         }
     threads = cpu_by_thread(pid)
+    executors = executor_jvms(spark)
     query.stop()
     # What the run leaves in the checkpoint's state/ directory (after the last maintenance):
     # on an object store every file is a request and every listing pays for the count.
@@ -256,6 +260,16 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
         "cpu_by_thread_s": dict(sorted(threads.items(), key=lambda kv: -kv[1])[:8]),
         "bytes_per_batch": statistics.mean(written),
         "peak_rss_mb": peak_rss_bytes(pid) / 2**20,
+        # local-cluster: every executor JVM's peak, summed (local[N]: the driver's JVM above).
+        "executor_rss_mb": sum(peak_rss_bytes(e) for e in executors) / 2**20,
+        "open_files": sum(open_files(e) for e in [pid, *executors]),
+        # Requests to the object store while each batch ran (the background uploads that
+        # landed in it included; the bench's own listings between batches not): the median
+        # batch after the first, and the sum over every batch.
+        "s3_requests_per_batch": {k: statistics.median(b.get(k, 0) for b in batch_requests[1:])
+                                  for k in sorted({k for b in batch_requests for k in b})},
+        "s3_requests": {k: sum(b.get(k, 0) for b in batch_requests)
+                        for k in sorted({k for b in batch_requests for k in b})},
         "commit_path_bytes": statistics.mean(task_bytes),
         "state_files": len(left),
         "state_mb": sum(left.values()) / 2**20,
@@ -282,6 +296,38 @@ def _median_run(rs: list[dict]) -> dict:
     return out
 
 
+def s3_requests() -> dict[str, int]:
+    """The requests the S3 server has served so far, by kind as S3 bills them (PUT, POST, GET,
+    HEAD, LIST, DELETE: tests/support/s3.py counts them as it serves them, from every JVM)."""
+    endpoint = os.environ.get("ROCKSTATE_BENCH_S3_ENDPOINT")
+    if not endpoint:
+        return {}
+    import urllib.request
+
+    with urllib.request.urlopen(endpoint + "/_rockstate/requests", timeout=30) as response:
+        return json.loads(response.read())
+
+
+def _delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+    return {k: v - before.get(k, 0) for k, v in after.items()}
+
+
+def executor_jvms(spark) -> list[int]:
+    """The executor JVMs of a local-cluster application (none for local[N])."""
+    app_id = spark.sparkContext.applicationId
+    out = subprocess.run(["ps", "-eww", "-o", "pid=,args="], capture_output=True, text=True,
+                         check=True)
+    return [int(line.split()[0]) for line in out.stdout.splitlines()
+            if "CoarseGrainedExecutorBackend" in line and app_id in line]
+
+
+def open_files(pid: int) -> int:
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -303,6 +349,10 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=1,
                         help="runs per provider, interleaved (A B A B ...); every figure "
                         "printed is the median over them: the machines are noisy")
+    parser.add_argument("--master", default="local[2]",
+                        help="Spark's master: local[N], or local-cluster[W,1,1024] for W "
+                        "executor JVMs of one core each")
+    parser.add_argument("--json", help="also write every provider's figures to this file")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--run", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -325,6 +375,7 @@ def main() -> int:
         os.environ["ROCKSTATE_BENCH_SPARK_CONF"] = json.dumps(conf)
         os.environ["ROCKSTATE_BENCH_S3_ROOT"] = server.url("bench")
         os.environ["ROCKSTATE_BENCH_S3_OPTIONS"] = json.dumps(server.storage_options())
+        os.environ["ROCKSTATE_BENCH_S3_ENDPOINT"] = server.endpoint
     runs: dict[str, list[dict]] = {}
     names = args.providers.split(",")
     for run, name in ((run, name) for run in range(args.repeats) for name in names):
@@ -334,7 +385,7 @@ def main() -> int:
                "--batches", str(args.batches), "--partitions", str(args.partitions),
                "--maintenance-interval", args.maintenance_interval,
                "--snapshot-every", str(args.snapshot_every),
-               "--checkpoint-format", str(args.checkpoint_format)]
+               "--checkpoint-format", str(args.checkpoint_format), "--master", args.master]
         out = subprocess.run(cmd, capture_output=True, text=True, env=os.environ, check=False)
         line = next((ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")), None)
         if line is None:
@@ -376,6 +427,8 @@ def main() -> int:
                 continue
             ratios = "  ".join(f"{c}={mine[c] / r[c]:.2f}" if r[c] else f"{c}=n/a" for c in cols)
             print(f"rockstate / {name}: {ratios}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
     if not args.workdir_given:  # a workdir given is kept, to look at the files
         shutil.rmtree(workdir, ignore_errors=True)
     if server is not None:

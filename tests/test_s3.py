@@ -146,3 +146,26 @@ def test_a_rescale_on_s3_places_every_key_like_the_oracle(spark, s3, workdir: Pa
     confs = rockstate.recorded_confs(str(mine.checkpoint).replace("s3a://", "s3://", 1),
                                      storage_options=s3.storage_options())
     assert confs["spark.sql.shuffle.partitions"] == "2"
+
+
+def test_the_server_counts_requests_by_kind_as_s3_bills_them():
+    """What bench/provider_bench.py reports as requests per batch: a server of its own, so no
+    other test's traffic is counted."""
+    import fsspec
+
+    from support.s3 import S3Server
+
+    with S3Server() as server:
+        fs = fsspec.filesystem("s3", **server.storage_options())
+        start = server.requests()
+        fs.pipe(f"{server.bucket}/a/one", b"1")
+        fs.pipe(f"{server.bucket}/a/two", b"22")
+        fs.invalidate_cache()
+        assert sorted(fs.ls(f"{server.bucket}/a", detail=False)) == \
+            [f"{server.bucket}/a/one", f"{server.bucket}/a/two"]
+        assert fs.cat_file(f"{server.bucket}/a/two") == b"22"
+        fs.info(f"{server.bucket}/a/one")
+        fs.rm_file(f"{server.bucket}/a/one")
+        done = {k: v - start.get(k, 0) for k, v in server.requests().items()}
+    assert done.get("PUT") == 2 and done.get("LIST", 0) >= 1 and done.get("GET") == 1, done
+    assert done.get("HEAD", 0) >= 1 and done.get("DELETE") == 1, done

@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import http.client
+import json
 import logging
 import os
 import re
@@ -523,6 +524,11 @@ class S3Server:
             if response.status != 200:
                 raise RuntimeError(f"creating bucket {self.bucket}: HTTP {response.status}")
 
+    def requests(self) -> dict[str, int]:
+        """The requests this server has served so far, by kind (``request_kind``)."""
+        with urllib.request.urlopen(self.endpoint + REQUESTS_PATH, timeout=30) as response:
+            return json.loads(response.read())
+
     def jars(self) -> list[Path]:
         if self._jars is None:
             self._jars = s3_jars()
@@ -614,8 +620,42 @@ def _moto_wsgi_server(port: int) -> Any:
         def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
             pass  # werkzeug logs every request at INFO
 
-    app = DomainDispatcherApplication(create_backend_app)
+    moto = DomainDispatcherApplication(create_backend_app)
+    counts: dict[str, int] = {}
+    lock = threading.Lock()
+
+    def app(environ: dict, start_response: Any) -> Any:
+        if environ.get("PATH_INFO") == REQUESTS_PATH:
+            with lock:
+                body = json.dumps(counts).encode()
+            start_response("200 OK", [("Content-Type", "application/json"),
+                                      ("Content-Length", str(len(body)))])
+            return [body]
+        kind = request_kind(environ)
+        with lock:
+            counts[kind] = counts.get(kind, 0) + 1
+        return moto(environ, start_response)
+
     return make_server("127.0.0.1", port, app, threaded=True, request_handler=Handler)
+
+
+# Where the server answers with the requests it has served so far, by kind (request_kind).
+REQUESTS_PATH = "/_rockstate/requests"
+
+
+def request_kind(environ: dict) -> str:
+    """A request as S3 bills it: PUT (copies and multipart parts too), POST (multipart start
+    and end), GET, HEAD, LIST (of a bucket's keys or its uploads) or DELETE (a bulk delete
+    too). Path-style: ``/<bucket>`` is the bucket, ``/<bucket>/<key>`` an object."""
+    method = environ.get("REQUEST_METHOD", "")
+    query = environ.get("QUERY_STRING", "")
+    on_bucket = environ.get("PATH_INFO", "").strip("/").count("/") == 0
+    if method == "POST":
+        return "DELETE" if "delete" in query.split("&") or query.startswith("delete") \
+            else "POST"
+    if method == "GET" and (on_bucket or "uploads" in query):
+        return "LIST"
+    return method
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["serve"]:  # S3Server(process=True)

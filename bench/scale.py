@@ -1,0 +1,136 @@
+"""How rockstate's costs grow against Spark's RocksDB provider's, one dimension at a time.
+
+    python bench/scale.py                       # every dimension, this machine's sizes
+    python bench/scale.py --dimensions state --sizes 1000000,4000000,16000000
+
+Each step is one run of ``bench/provider_bench.py`` (every provider in a fresh JVM of its own,
+the same input, the same run): rockstate and Spark's RocksDB provider in changelog mode. Four
+dimensions, each grown from its first step while the others stay put:
+
+- ``state``: keys in the state (``--sizes``; 200,000 changed a batch, 8 partitions, a snapshot
+  every 2 versions for both providers: the issue tracker's configuration);
+- ``partitions``: shuffle partitions of a small state (``--partitions``; 20,000 keys);
+- ``executors``: ``local-cluster`` executor JVMs of one core each (``--executors``; 1M keys);
+- ``storage``: the checkpoint on the local disk, then on an S3 API server (moto, through s3a),
+  with the requests s3a made, by kind, per batch.
+
+Per step and provider it prints batch p50, commit p50 and p95 (Spark's ``commitTimeMs``), the
+files and MB left in ``state/``, the JVMs' peak resident memory (the driver's, and on
+local-cluster the executors' summed), open files at the end, and on S3 the requests per
+batch; then each provider's growth (cost at the step / cost at the first step) and rockstate's
+ratio to Spark's at each step. Cold load is ``bench/cold_load_bench.py``'s and the checkpoint
+coordinator's ``CoordinatorScaleBench``'s (docs/performance.md). Nothing is asserted: the
+machines are shared and noisy, so read the ratios of one run side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent / "provider_bench.py"
+PROVIDERS = ("rockstate", "spark-rocksdb-changelog")
+FIGURES = ("batch_p50_ms", "commit_p50_ms", "commit_p95_ms", "state_files", "state_mb",
+           "peak_rss_mb", "executor_rss_mb", "open_files")
+GROWTH = ("batch_p50_ms", "commit_p50_ms", "state_files", "state_mb")
+
+
+def steps(args: argparse.Namespace) -> dict[str, list[tuple[str, list[str]]]]:
+    """Each dimension's steps: a label, and provider_bench's arguments."""
+    snap = ["--snapshot-every", "2", "--maintenance-interval", "200ms"]
+    return {
+        "state": [(f"{k:,} keys", ["--keys", str(k), "--changed", "200000", "--partitions", "8",
+                                   "--batches", "6", *snap])
+                  for k in args.sizes],
+        "partitions": [(f"{p} partitions", ["--keys", "20000", "--changed", "2000",
+                                            "--partitions", str(p), "--batches", "6"])
+                       for p in args.partitions],
+        "executors": [(f"{w} executor{'s' if w > 1 else ''}",
+                       ["--keys", "1000000", "--changed", "100000", "--partitions", "8",
+                        "--batches", "6", "--master", f"local-cluster[{w},1,1024]", *snap])
+                      for w in args.executors],
+        "storage": [(where, ["--keys", "200000", "--changed", "20000", "--partitions", "4",
+                             "--batches", "8", *snap, *(["--s3"] if where == "S3" else [])])
+                    for where in ("local disk", "S3")],
+    }
+
+
+def run_step(extra: list[str], out: Path) -> dict[str, dict]:
+    cmd = [sys.executable, str(BENCH), "--providers", ",".join(PROVIDERS), "--json", str(out),
+           *extra]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if done.returncode != 0 or not out.exists():
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
+    return json.loads(out.read_text())
+
+
+def _fmt(v: float) -> str:
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.1f}"
+
+
+def print_dimension(name: str, results: list[tuple[str, dict[str, dict]]]) -> None:
+    print(f"\n## {name}\n")
+    print("| step | provider | " + " | ".join(FIGURES) + " | S3 requests per batch |")
+    print("|---|---|" + "---|" * (len(FIGURES) + 1))
+    for label, by_provider in results:
+        for provider in PROVIDERS:
+            r = by_provider[provider]
+            s3 = ", ".join(f"{k} {v:g}" for k, v in r.get("s3_requests_per_batch", {}).items()
+                           if v) or "-"
+            print(f"| {label} | {provider} | " + " | ".join(_fmt(r.get(f, 0)) for f in FIGURES)
+                  + f" | {s3} |")
+    print(f"\nGrowth from the first step ({results[0][0]}), cost at the step / cost at the "
+          "first step:\n")
+    print("| step | provider | " + " | ".join(GROWTH) + " |")
+    print("|---|---|" + "---|" * len(GROWTH))
+    first = results[0][1]
+    for label, by_provider in results[1:]:
+        for provider in PROVIDERS:
+            cells = [by_provider[provider][f] / first[provider][f] if first[provider][f] else 0
+                     for f in GROWTH]
+            print(f"| {label} | {provider} | " + " | ".join(f"{c:.2f}" for c in cells) + " |")
+    print("\nrockstate / Spark's RocksDB changelog provider at each step:\n")
+    shown = (*GROWTH, "peak_rss_mb", "open_files")
+    print("| step | " + " | ".join(shown) + " | S3 requests per batch |")
+    print("|---|" + "---|" * (len(shown) + 1))
+    for label, by_provider in results:
+        mine, theirs = by_provider[PROVIDERS[0]], by_provider[PROVIDERS[1]]
+        cells = [f"{mine[f] / theirs[f]:.2f}" if theirs[f] else "n/a" for f in shown]
+        req_mine = sum(mine.get("s3_requests_per_batch", {}).values())
+        req_theirs = sum(theirs.get("s3_requests_per_batch", {}).values())
+        s3 = f"{req_mine / req_theirs:.2f}" if req_theirs else "-"
+        print(f"| {label} | " + " | ".join(cells) + f" | {s3} |")
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dimensions", default="state,partitions,executors,storage")
+    parser.add_argument("--sizes", type=_ints, default=[1_000_000, 4_000_000])
+    parser.add_argument("--partitions", type=_ints, default=[200, 1000])
+    parser.add_argument("--executors", type=_ints, default=[1, 2, 4])
+    args = parser.parse_args()
+    plan = steps(args)
+    work = Path(tempfile.mkdtemp(prefix="rockstate-scale-"))
+    for name in args.dimensions.split(","):
+        results = []
+        for i, (label, extra) in enumerate(plan[name]):
+            start = time.monotonic()
+            results.append((label, run_step(extra, work / f"{name}-{i}.json")))
+            print(f"{name}: {label} done in {time.monotonic() - start:.0f} s", file=sys.stderr)
+        print_dimension(name, results)
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
