@@ -19,8 +19,9 @@ import org.apache.spark.internal.Logging
  *     reuse files of a dropped one: its writer checks its sources after writing its manifest,
  *     this step looks for new manifests after dropping, so one of the two always sees the
  *     other), then files whose reference count reached zero are deleted;
- *  4. orphans, files no manifest references (uploads that never got their manifest), and
- *     temporary files of crashed atomic writes are deleted once older than the grace.
+ *  4. orphans, files step 1's listing found that no manifest references (uploads that never
+ *     got their manifest), and temporary files of crashed atomic writes are deleted once
+ *     older than the grace.
  *
  * Time is the storage's, never this machine's clock: "older than the grace" means older than
  * the newest version or snapshot file this cleanup listed, minus `orphanFileGraceMs`. Every
@@ -39,8 +40,11 @@ final class RetentionCleaner(dir: StoreCheckpointDir, conf: RockstateConf) exten
 
   /** Runs one cleanup; returns its figures and every checkpoint path still referenced. */
   def clean(pinned: Set[Long] = Set.empty): (CleanupStats, Set[String]) = {
-    val entries = dir.listVersionEntries()
-    val snapshots = dir.listSnapshots()
+    // One listing of the store directory decides it all (on an object store, a request per
+    // thousand files, not a listing and a probe per folder); what it missed waits for the next.
+    val listing = dir.listAll()
+    val entries = listing.allVersionEntries
+    val snapshots = listing.snapshots
     if (entries.isEmpty) return (CleanupStats(0, 0, 0, 0), registry.referenced)
     val versions = entries.map(_.version).distinct.sorted
     val storageNow = (entries.map(_.mtime) ++ snapshots.map(_._3)).max
@@ -74,14 +78,15 @@ final class RetentionCleaner(dir: StoreCheckpointDir, conf: RockstateConf) exten
     val deletable = freed.result().distinct
       .filter(p => registry.count(p) == 0 && !isSnapshot(p) && !VersionFile.isVersionFile(p))
     deletable.foreach(dir.delete)
-    val orphans = dir.listDataFiles().collect {
-      case (path, status) if registry.count(path) == 0 && !deletable.contains(path) &&
-          status.getModificationTime < graceStart => path
+    val orphans = listing.dataFiles.collect {
+      case (path, mtime) if registry.count(path) == 0 && !deletable.contains(path) &&
+          mtime < graceStart => path
     }
     orphans.foreach(dir.delete)
-    val temps = dir.listTempFiles().collect { case (path, mtime) if mtime < graceStart => path }
+    val temps = listing.tempFiles.collect { case (path, mtime) if mtime < graceStart => path }
     temps.foreach(dir.delete)
-    dir.deleteEmptyMetaDirs(graceStart)
+    // A snapshot's meta folder empties only when its files are deleted.
+    if ((deletable ++ orphans).exists(_.startsWith("meta/"))) dir.deleteEmptyMetaDirs(graceStart)
     val kept = snapshots.map(_._1).filterNot(p => dropped.exists(_._1 == p))
     val versionsKept = entries.map(_.path).toSet -- goneFiles -- manifests.map(_.path)
     (CleanupStats(manifests.size + goneFiles.size, dropped.size, deletable.size,

@@ -209,14 +209,13 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
 
   /** Snapshot manifests present: path relative to the store, version, modification time. */
   def listSnapshots(): Seq[(String, Long, Long)] = {
-    if (!fs.exists(snapshotsDir)) return Seq.empty
-    fs.listStatus(snapshotsDir).toSeq.flatMap { st =>
-      val name = st.getPath.getName
-      val version = name.takeWhile(_ != '-')
-      if (name.endsWith(".json") && version.nonEmpty && version.forall(_.isDigit)) {
-        Some((s"snapshots/$name", version.toLong, st.getModificationTime))
-      } else None
-    }.sortBy(_._2)
+    val found = try fs.listStatus(snapshotsDir).toSeq catch {
+      case _: java.io.FileNotFoundException => Nil
+    }
+    found.flatMap { st =>
+      val relative = s"snapshots/${st.getPath.getName}"
+      StoreListing.snapshotVersion(relative).map(v => (relative, v, st.getModificationTime))
+    }.sortBy(s => (s._2, s._1))
   }
 
   /**
@@ -279,33 +278,6 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
 
   /** Whether a file named relative to the store directory exists. */
   def exists(relative: String): Boolean = fs.exists(resolve(relative))
-
-  /**
-   * Temporary files of atomic writes (`.<name>.<uuid>.tmp`, CheckpointFileManager's naming)
-   * under versions/, manifests/ and snapshots/, with their modification times: a writer that
-   * crashed mid-write leaves one behind.
-   */
-  def listTempFiles(): Seq[(String, Long)] = Seq(versionsDir, manifestsDir, snapshotsDir).flatMap { d =>
-    if (!fs.exists(d)) Nil
-    else fs.listStatus(d).toSeq.collect {
-      case st if st.isFile && st.getPath.getName.startsWith(".") &&
-          st.getPath.getName.endsWith(".tmp") =>
-        (s"${d.getName}/${st.getPath.getName}", st.getModificationTime)
-    }
-  }
-
-  /** Every data file under sst/, meta/ and changelog/, with its modification time. */
-  def listDataFiles(): Seq[(String, FileStatus)] = {
-    def walk(dir: Path, rel: String): Seq[(String, FileStatus)] = {
-      if (!fs.exists(dir)) Seq.empty
-      else fs.listStatus(dir).toSeq.flatMap { st =>
-        val name = if (rel.isEmpty) st.getPath.getName else s"$rel/${st.getPath.getName}"
-        if (st.isDirectory) walk(st.getPath, name) else Seq(name -> st)
-      }
-    }
-    Seq("sst", "meta", "changelog").flatMap(d => walk(resolve(d), d))
-      .filterNot(_._1.endsWith(".crc")) // Hadoop's local file system's checksum sidecars
-  }
 
   /** Deletes a file (and the checksum sidecar Hadoop's local file system keeps beside it). */
   def delete(relative: String): Unit = fs.delete(resolve(relative), false)

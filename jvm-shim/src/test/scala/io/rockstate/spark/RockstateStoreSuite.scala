@@ -468,6 +468,32 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
       report.toString)
   }
 
+  test("a cleanup lists the store directory once, however many folders and files it has") {
+    // On an object store every folder listed is a request, and an existence check two: a
+    // cleanup runs at every maintenance interval of every store, so it takes one listing.
+    val p = provider(extra = Map(RockstateConf.SnapshotInterval -> "2"))
+    (1 to 8).foreach { v =>
+      commitVersions(p, v to v)((_, s) => (1 to 20).foreach(i => s.put(key(s"k$i", v), value(i))))
+      assert(p.db.awaitUploads(60000))
+    }
+    val conf = hadoopConf
+    conf.set("fs.rscount.impl", classOf[io.rockstate.testing.CountingFileSystem].getName)
+    val dir = new StoreCheckpointDir(new org.apache.hadoop.fs.Path(
+      s"${io.rockstate.testing.CountingFileSystem.Scheme}://${storeDir.getAbsolutePath}"), conf)
+    val cleaner = new RetentionCleaner(dir, p.conf)
+    def counted(): Map[String, Long] = {
+      io.rockstate.testing.CountingFileSystem.reset()
+      cleaner.clean()
+      io.rockstate.testing.CountingFileSystem.counts
+    }
+    val first = counted() // reads every version file's header and snapshot manifest once
+    assert(first.getOrElse("list", 0L) <= 2 && first.getOrElse("status", 0L) == 0, first)
+    assert(first.getOrElse("open", 0L) > 0, first)
+    val steady = counted()
+    assert(steady.getOrElse("list", 0L) == 1 && steady.getOrElse("status", 0L) == 0 &&
+      steady.getOrElse("open", 0L) == 0, steady)
+  }
+
   test("cleanup keeps a retained completed checkpoint's version and snapshot past retention") {
     io.rockstate.checkpoint.CheckpointPins.clear()
     val p = provider(extra = Map(RockstateConf.SnapshotInterval -> "2",

@@ -95,15 +95,11 @@ class FaultInjectingFileSystem extends RawLocalFileSystem {
   override def listStatus(f: Path): Array[FileStatus] = super.listStatus(f).map(skewed)
   override def getFileStatus(f: Path): FileStatus = skewed(super.getFileStatus(f))
 
-  private def skewed(st: FileStatus): FileStatus = {
-    val shift = skewMs(planFile)
-    if (shift == 0) st
-    else {
-      // Permissions are left out: the local status loads them lazily from a file: URI.
-      new FileStatus(st.getLen, st.isDirectory, st.getReplication, st.getBlockSize,
-        st.getModificationTime + shift, st.getPath)
-    }
-  }
+  // Always a plain status: the local one loads its permissions lazily from a file: URI, which
+  // fails on this scheme (recursive listings read them).
+  private def skewed(st: FileStatus): FileStatus =
+    new FileStatus(st.getLen, st.isDirectory, st.getReplication, st.getBlockSize,
+      st.getModificationTime + skewMs(planFile), st.getPath)
 }
 
 object FaultInjectingFileSystem {
