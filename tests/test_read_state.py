@@ -10,6 +10,7 @@ import datetime
 import decimal
 import json
 import os
+import signal
 from pathlib import Path
 
 import fsspec
@@ -215,6 +216,21 @@ def test_worker_processes_read_what_one_process_reads(checkpoints, name: str, tm
     assert labels == serial_labels and len(labels) >= 2
     with pytest.raises(ValueError, match="workers must be 1 or more"):
         rockstate.read_state(str(checkpoints[name]), workers=0)
+
+
+def _plan_read_killed_in_a_worker(*args, **kwargs):
+    """``plan_read`` whose process is SIGKILLed when it is not the test's own (a worker)."""
+    if os.getpid() != int(os.environ["ROCKSTATE_TEST_PARENT"]):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return _PLAN_READ(*args, **kwargs)
+
+
+def test_a_worker_killed_mid_read_is_a_clear_error(checkpoints, monkeypatch):
+    monkeypatch.setenv("ROCKSTATE_TEST_PARENT", str(os.getpid()))
+    monkeypatch.setattr(rockstate.read, "plan_read", _plan_read_killed_in_a_worker)
+    with pytest.raises(rockstate.RockstateError, match="worker process reading the state died"):
+        rockstate.read_state(str(checkpoints["dedup"]), workers=2)
+    assert rockstate.read_state(str(checkpoints["dedup"]), workers=1).num_rows > 0
 
 
 def test_a_damaged_snapshot_file_is_an_error_not_empty_state(checkpoints, tmp_path: Path):

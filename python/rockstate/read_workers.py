@@ -19,8 +19,11 @@ import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 
 import pyarrow as pa
+
+from rockstate.errors import RockstateError
 
 
 def worker_count(local: bool, partitions: int, workers: int | None) -> int:
@@ -69,7 +72,12 @@ def read_in_workers(read_share: Callable[[list[int]], pa.Table],
                                os.path.join(handover, f"{i}.arrow"))
                    for i, share in enumerate(shares)]
         for share, future in zip(shares, futures, strict=True):
-            path = future.result()
+            try:
+                path = future.result()
+            except BrokenProcessPool as e:
+                raise RockstateError(
+                    f"a worker process reading the state died ({e}), killed or out of memory; "
+                    "read in this process with workers=1, or with fewer workers") from None
             # Mapped, not copied: the table's buffers keep the mapping once the file is gone.
             tables.append(pa.ipc.open_file(pa.memory_map(path)).read_all())
             os.unlink(path)
