@@ -304,6 +304,10 @@ def test_cli_read_changes_and_export_run_without_spark(checkpoints, tmp_path: Pa
     assert len(rows) == rockstate.read_state(str(checkpoints["agg"])).num_rows
     assert {"key", "value", "partition_id"} == set(rows[0])
     assert "reading operator 0 partition 0" in out.stderr  # progress, on stderr
+    serial = cli("read", str(checkpoints["agg"]), "--json", "--limit", "0", "--workers", "1")
+    assert serial.returncode == 0 and serial.stdout == out.stdout, serial.stderr
+    refused_workers = cli("read", str(checkpoints["agg"]), "--workers", "0")
+    assert refused_workers.returncode == 2 and "1 or more" in refused_workers.stderr
     table = cli("read", str(checkpoints["dedup"]), "--partitions", "1", "--limit", "2")
     assert table.returncode == 0 and table.stdout.count("partition 1:") == 2, table.stdout
     exported = cli("export", str(checkpoints["dedup"]), str(tmp_path / "out"))

@@ -75,6 +75,8 @@ def _parser() -> argparse.ArgumentParser:
     read.add_argument("--limit", type=int, default=20, help="rows to print (0: all)")
     read.add_argument("--state-var", help="a transformWithState operator's state variable")
     read.add_argument("--json", action="store_true", help="one JSON object per row")
+    read.add_argument("--workers", type=_at_least_one, help="processes that read a local "
+                      "checkpoint's partitions (default: one per CPU; 1: this process)")
     changes = _offline(sub, "changes", "print the changes batches made to an operator's "
                                        "state (Spark's change feed)", _changes_command)
     changes.add_argument("--operator", type=int, default=0)
@@ -144,6 +146,16 @@ def _target(p: argparse.ArgumentParser, name: str, text: str) -> None:
     p.add_argument("--target-option", action="append", default=[], metavar="KEY=VALUE",
                    dest="target_options",
                    help=f"an fsspec option for the {name}'s file system (as --storage-option)")
+
+
+def _at_least_one(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of 1 or more")
+    return n
 
 
 def _key_values(pairs: list[str], what: str) -> dict[str, str]:
@@ -360,7 +372,7 @@ def _state_command(args: argparse.Namespace, rest: list[str]) -> int:
     with StoreProgress(total, "reading") as progress:
         table = read_state(location, operator=args.operator, version=args.version,
                            partitions=partitions, store=args.store, progress=progress,
-                           state_var=args.state_var)
+                           state_var=args.state_var, workers=args.workers)
     shown = table_rows(table if args.limit == 0 else table.slice(0, args.limit))
     for row in shown:
         if args.json:
