@@ -13,6 +13,7 @@ the user's ``__main__`` module again in every worker.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import sys
@@ -68,9 +69,17 @@ def read_in_workers(read_share: Callable[[list[int]], pa.Table],
     tables = []
     with tempfile.TemporaryDirectory(prefix="rockstate-read-") as handover, \
             ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-        futures = [pool.submit(_share_to_file, read_share, [number for number, _ in share],
-                               os.path.join(handover, f"{i}.arrow"))
-                   for i, share in enumerate(shares)]
+        # The workers must never finalize the caller's objects: a py4j proxy collected in a
+        # child would talk to the caller's JVM over the caller's own connection. Objects made
+        # before the fork are frozen out of the collector while the pool forks (it forks
+        # every worker at the first submit), as the gc module advises before a fork.
+        gc.freeze()
+        try:
+            futures = [pool.submit(_share_to_file, read_share, [number for number, _ in share],
+                                   os.path.join(handover, f"{i}.arrow"))
+                       for i, share in enumerate(shares)]
+        finally:
+            gc.unfreeze()
         for share, future in zip(shares, futures, strict=True):
             try:
                 path = future.result()
