@@ -60,6 +60,9 @@ import tempfile
 import time
 from pathlib import Path
 
+# The tests' support code (the S3 server, executor JVMs), for this process and its children.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
 PROVIDERS = {
     "rockstate": ("io.rockstate.state.RockstateStateStoreProvider", {}),
     "spark-rocksdb": (
@@ -304,7 +307,9 @@ def s3_requests() -> dict[str, int]:
         return {}
     import urllib.request
 
-    with urllib.request.urlopen(endpoint + "/_rockstate/requests", timeout=30) as response:
+    from support.s3 import REQUESTS_PATH
+
+    with urllib.request.urlopen(endpoint + REQUESTS_PATH, timeout=30) as response:
         return json.loads(response.read())
 
 
@@ -314,11 +319,9 @@ def _delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
 
 def executor_jvms(spark) -> list[int]:
     """The executor JVMs of a local-cluster application (none for local[N])."""
-    app_id = spark.sparkContext.applicationId
-    out = subprocess.run(["ps", "-eww", "-o", "pid=,args="], capture_output=True, text=True,
-                         check=True)
-    return [int(line.split()[0]) for line in out.stdout.splitlines()
-            if "CoarseGrainedExecutorBackend" in line and app_id in line]
+    from support.executors import executor_pids
+
+    return executor_pids(spark.sparkContext.applicationId)
 
 
 def open_files(pid: int) -> int:
@@ -367,7 +370,6 @@ def main() -> int:
     write_input(workdir / "input" / "src", args.keys, args.changed, args.batches)
     server = None
     if args.s3:
-        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
         from support.s3 import S3Server
 
         server = S3Server(process=True).start()

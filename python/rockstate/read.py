@@ -242,6 +242,10 @@ class StateRead:
     partitions: tuple[StatePartition, ...]
     decode: Callable[[list[bytes], list[bytes], Sequence[int]], pa.Table]
 
+    def progress_label(self, part: StatePartition) -> str:
+        """What a read tells ``progress`` of ``part``."""
+        return f"{part.label}: version {self.version}"
+
     def read(self, partitions: tuple[StatePartition, ...] | None = None,
              progress: Callable[[str], None] | None = None) -> pa.Table:
         """The rows of ``partitions`` (default: all), as one table."""
@@ -250,7 +254,7 @@ class StateRead:
         partition_ids: list[np.ndarray] = []
         for part in self.partitions if partitions is None else partitions:
             if progress:
-                progress(f"{part.label}: version {self.version}")
+                progress(self.progress_label(part))
             part_keys, part_values = part.entries_at(self.version)
             keys.extend(part_keys)
             values.extend(part_values)
@@ -341,7 +345,7 @@ def read_state(location: str | CheckpointLocation, operator: int = 0,
         return plan.read(progress=progress)
     share = functools.partial(_read_share, loc, plan.operator, plan.version, plan.store,
                               state_var)
-    return read_in_workers(share, [(p.partition, f"{p.label}: version {plan.version}")
+    return read_in_workers(share, [(p.partition, plan.progress_label(p))
                                    for p in plan.partitions], count, progress)
 
 
@@ -365,12 +369,12 @@ def _write_partitions(plan: StateRead, fs: Any, path: str,
         if fs.exists(folder):
             fs.rm(folder, recursive=True)
         if progress:
-            progress(f"{part.label}: version {plan.version}")
+            progress(plan.progress_label(part))
         with ExitStack() as open_files:
             writer = None
             for keys, values in part.chunks_at(plan.version):
-                table = plan.decode(keys, values, [part.partition] * len(keys)) \
-                    .drop_columns(["partition_id"])
+                ids = np.full(len(keys), part.partition, dtype=np.int32)
+                table = plan.decode(keys, values, ids).drop_columns(["partition_id"])
                 if writer is None:
                     fs.makedirs(folder, exist_ok=True)
                     out = open_files.enter_context(

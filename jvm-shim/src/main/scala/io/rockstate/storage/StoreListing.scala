@@ -12,9 +12,8 @@ final case class StoreListing(files: Map[String, StoreListing.Entry]) {
   def length(relative: String): Option[Long] = files.get(relative).map(_.length)
 
   /** The attempts of `version` present (version files, or a format 1/2 manifest). */
-  def versionEntries(version: Long): Seq[VersionEntry] = files.toSeq.flatMap {
-    case (path, e) => VersionEntry.parse(path, e.mtime, e.length).filter(_.version == version)
-  }.sortBy(e => (e.mtime, e.path))
+  def versionEntries(version: Long): Seq[VersionEntry] =
+    allVersionEntries.filter(_.version == version)
 
   /** The attempt of `version` that landed (`VersionEntry.landed`), if the version exists. */
   def landed(version: Long): Option[VersionEntry] = VersionEntry.landed(versionEntries(version))
