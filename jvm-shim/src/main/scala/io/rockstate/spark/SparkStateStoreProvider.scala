@@ -243,6 +243,7 @@ abstract class SparkStateStoreProvider extends StateStoreProvider with Logging {
     if (s != null) {
       try {
         val now = System.currentTimeMillis()
+        val started = System.nanoTime() // before the cleaner's listing
         // Versions the query's checkpoints need: retained completed ones, pending ones.
         val root = queryRoot.toString
         val pinned = CheckpointPins.pinned(root, s.hadoopConf, now, 2 * s.conf.checkpointTimeoutMs)
@@ -250,7 +251,7 @@ abstract class SparkStateStoreProvider extends StateStoreProvider with Logging {
         if (stats.versionsExpired + stats.filesDeleted + stats.orphansDeleted > 0) {
           logInfo(s"rockstate cleanup of ${s.id}: $stats")
         }
-        lock.synchronized(versioned.pruneCache(keep))
+        lock.synchronized(versioned.pruneCache(keep, started))
       } catch {
         case NonFatal(e) =>
           logWarning(s"rockstate: cleanup of ${s.id} failed; it is retried at the next " +

@@ -46,7 +46,11 @@ final class LocalStoreFiles private (val dir: File, base: File, maxCacheBytes: L
       case _: FileAlreadyExistsException => // the same immutable file, cached already
     }
     LocalStoreFiles.markVerified(target, crc32)
+    LocalStoreFiles.markUsed(target)
   }
+
+  /** Marks the cached copy of `path` as used now (a snapshot just published shares it). */
+  def touch(path: String): Unit = LocalStoreFiles.markUsed(cached(path))
 
   /**
    * The cached copy of a checkpoint file, downloaded and checked first when absent; returns it
@@ -56,6 +60,7 @@ final class LocalStoreFiles private (val dir: File, base: File, maxCacheBytes: L
       neededBy: String): (File, Long) = {
     val target = cached(path)
     if (isPlainFile(target) && target.length == size && LocalStoreFiles.intact(target, crc32)) {
+      LocalStoreFiles.markUsed(target)
       (target, 0L)
     } else {
       val part = newWorkPath("download")
@@ -65,6 +70,7 @@ final class LocalStoreFiles private (val dir: File, base: File, maxCacheBytes: L
           StandardCopyOption.ATOMIC_MOVE)
       } finally part.delete()
       LocalStoreFiles.markVerified(target, crc32)
+      LocalStoreFiles.markUsed(target)
       (target, size)
     }
   }
@@ -78,6 +84,7 @@ final class LocalStoreFiles private (val dir: File, base: File, maxCacheBytes: L
       neededBy: String): (File, Long, Long) = {
     val target = cached(path)
     if (isPlainFile(target) && target.length == size) {
+      LocalStoreFiles.markUsed(target)
       (target, LocalStoreFiles.crcOf(target), 0L)
     } else {
       val part = newWorkPath("download")
@@ -88,6 +95,7 @@ final class LocalStoreFiles private (val dir: File, base: File, maxCacheBytes: L
         got
       } finally part.delete()
       LocalStoreFiles.markVerified(target, crc)
+      LocalStoreFiles.markUsed(target)
       (target, crc, downloaded)
     }
   }
@@ -96,11 +104,19 @@ final class LocalStoreFiles private (val dir: File, base: File, maxCacheBytes: L
   private def isPlainFile(f: File): Boolean =
     Files.isRegularFile(f.toPath, java.nio.file.LinkOption.NOFOLLOW_LINKS)
 
-  /** Drops cached files whose checkpoint path is not in `keep`. */
-  def prune(keep: Set[String]): Unit = {
+  /**
+   * Drops cached files whose checkpoint path is not in `keep`, except those this JVM used
+   * since `since` (`System.nanoTime`): `keep` comes from a cleanup's listing taken then, and a
+   * snapshot published after it (its files adopted or shared, a later version built on it) is
+   * in no such listing.
+   */
+  def prune(keep: Set[String], since: Long): Unit = {
     val names = keep.map(_.replace('/', '_'))
     Option(cacheDir.listFiles()).getOrElse(Array.empty[File]).foreach { f =>
-      if (!names.contains(f.getName)) f.delete()
+      if (!names.contains(f.getName) && !LocalStoreFiles.usedSince(f, since)) {
+        f.delete()
+        LocalStoreFiles.forget(f)
+      }
     }
   }
 
@@ -159,6 +175,8 @@ object LocalStoreFiles extends Logging {
   private val users = new ConcurrentHashMap[File, Integer]()
   // Cached files whose CRC32 this JVM checked, with the size and mtime it checked them at.
   private val verified = new ConcurrentHashMap[String, (Long, Long, Long)]()
+  // When this JVM last put each cached file in the cache or found it there (System.nanoTime).
+  private val lastUsed = new ConcurrentHashMap[String, java.lang.Long]()
 
   /** One instance fewer; returns how many are left. Under the object's lock. */
   private def leave(dir: File): Int = {
@@ -203,6 +221,16 @@ object LocalStoreFiles extends Logging {
 
   private def markVerified(file: File, crc32: Long): Unit =
     verified.put(file.getAbsolutePath, (file.length, file.lastModified, crc32))
+
+  private def markUsed(file: File): Unit = lastUsed.put(file.getAbsolutePath, System.nanoTime())
+
+  private def usedSince(file: File, since: Long): Boolean =
+    Option(lastUsed.get(file.getAbsolutePath)).exists(t => t - since >= 0)
+
+  private def forget(file: File): Unit = {
+    verified.remove(file.getAbsolutePath)
+    lastUsed.remove(file.getAbsolutePath)
+  }
 
   /**
    * Whether a cached file has the expected CRC32: checked once per file and JVM (the cache

@@ -86,6 +86,9 @@ final case class SnapshotJob(
       local.adopt(CheckpointPath.localFile(checkpoint, e.localName,
         s"the local checkpoint of version $version, file ${e.path}"), e.path, e.crc32)
     }
+    // The shared files are cached already; a cleanup that listed before this manifest landed
+    // may have freed their older owner, and must leave the cached copies to this snapshot.
+    reused.foreach { case (e, _) => local.touch(e.path) }
     (written, path)
   }
 

@@ -584,8 +584,12 @@ final class VersionedRocksDB(
     }
   }
 
-  /** Drops local files that no manifest in the checkpoint location references any more. */
-  def pruneCache(keep: Set[String]): Unit = local.prune(keep ++ chain.map(_.path))
+  /**
+   * Drops local files that no manifest in the checkpoint location references any more: `keep`
+   * is what a cleanup that started at `since` (`System.nanoTime`) found referenced.
+   */
+  def pruneCache(keep: Set[String], since: Long): Unit =
+    local.prune(keep ++ chain.map(_.path), since)
 
   def close(): Unit = {
     discardChangelog()

@@ -116,6 +116,39 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     assert(metric(elsewhere, "rockstateBytesDownloaded") > 0)
   }
 
+  test("a snapshot uploaded during a cleanup stays in the local files (local recovery)") {
+    // The cleanup decides what the cache keeps from a listing it takes first; a snapshot that
+    // lands after that listing is not in it, and must not be pruned from the cache by it.
+    val p = provider(extra = Map(RockstateConf.SnapshotInterval -> "2",
+      RockstateConf.TestCleanupDelayMs -> "3000"))
+    // Each snapshot lands before the next commit, so every later version rebases onto it and
+    // the oldest versions expire.
+    Seq(1 to 2, 3 to 4, 5 to 6, 7 to 7).foreach { versions =>
+      commitVersions(p, versions)((v, s) => (1 to 50).foreach(i => s.put(key(s"k$i", v), value(i))))
+      assert(p.awaitSnapshot(60000))
+    }
+    val cleanup = new Thread(() => p.doMaintenance())
+    cleanup.start()
+    // Version 1 expires after the listing and before the cleanup's pause: it is listed by now.
+    val deadline = System.currentTimeMillis() + 60000
+    def versionOneListed = Option(new File(storeDir, "versions").listFiles()).toSeq.flatten
+      .exists(_.getName.startsWith("1-"))
+    while (versionOneListed) {
+      assert(System.currentTimeMillis() < deadline && cleanup.isAlive, "version 1 never expired")
+      Thread.sleep(10)
+    }
+    // Version 8's snapshot lands, and version 9 is built on it, while the cleanup pauses.
+    commitVersions(p, 8 to 8)((v, s) => s.put(key("late", v), value(v)))
+    awaitSnapshot(8)
+    assert(p.awaitSnapshot(60000))
+    commitVersions(p, 9 to 9)((v, s) => s.put(key("late", v), value(v)))
+    assert(cleanup.isAlive, "the cleanup ended before the snapshot uploaded: no race was made")
+    cleanup.join(60000)
+    val restarted = provider().getReadStore(9).asInstanceOf[StateStore]
+    assert(contents(restarted).size == 7 * 50 + 2)
+    assert(metric(restarted, "rockstateBytesDownloaded") == 0)
+  }
+
   test("a load served from the open instance reports no load time and no download") {
     val p = provider(extra = Map(RockstateConf.SnapshotInterval -> "2"))
     commitVersions(p, 1 to 3)((v, s) => (1 to 100).foreach(i => s.put(key(s"k$i", v), value(i))))
