@@ -44,8 +44,10 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
   private val writeOptions = new WriteOptions().setDisableWAL(true)
   private val readOptions = new ReadOptions()
   private val flushOptions = new FlushOptions().setWaitForFlush(true)
+  private val backgroundFlush = new FlushOptions().setWaitForFlush(false)
 
   private val db: RocksDB = RocksDB.open(options, dir.getAbsolutePath)
+  open.incrementAndGet()
 
   // Iterators still open when the DB closes would crash the JVM; close them first.
   private val openIterators = ConcurrentHashMap.newKeySet[RocksIterator]()
@@ -118,6 +120,19 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
     try cp.createCheckpoint(target.getAbsolutePath) finally cp.close()
   }
 
+  /**
+   * As a batch ends: starts a background flush of the memtables when they hold more than
+   * `memtableShare` bytes, and returns whether it did. An idle store's memtables count against
+   * the executor's write buffer manager like a busy one's; once idle ones fill it, RocksDB
+   * flushes whichever store writes next, on each write, into SSTs of a few KB (measured: 700
+   * in one store at 4M keys on 8 partitions).
+   */
+  def flushIfAbove(memtableShare: Long): Boolean = {
+    val held = db.getLongProperty("rocksdb.cur-size-active-mem-table")
+    if (held > memtableShare) db.flush(backgroundFlush)
+    held > memtableShare
+  }
+
   /** Bytes of the SST files the current version uses. */
   def sstBytes: Long = db.getLongProperty("rocksdb.live-sst-files-size")
 
@@ -131,9 +146,11 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
     }
     try db.cancelAllBackgroundWork(true) finally {
       db.close()
+      open.decrementAndGet()
       writeOptions.close()
       readOptions.close()
       flushOptions.close()
+      backgroundFlush.close()
       options.close()
       mergeOperator.close()
     }
@@ -146,6 +163,17 @@ object LocalRocksDB {
 
   /** Keys a batch's reads remember at most (about 100 bytes each, cleared at its end). */
   val ReadKeysHeld = 100000
+
+  // RocksDB instances open in this JVM.
+  private val open = new java.util.concurrent.atomic.AtomicInteger()
+
+  /**
+   * The memtable bytes an idle store may keep: half its fair share of the write buffer
+   * manager (`managerBytes` over the instances open in this JVM), so idle stores together
+   * hold at most half of it and the busy ones always have the other half.
+   */
+  def idleMemtableShare(managerBytes: Long, openInstances: Int = open.get): Long =
+    managerBytes / (2L * math.max(1, openInstances))
 
   private def compressionType(name: String): CompressionType = name match {
     case "none" => CompressionType.NO_COMPRESSION

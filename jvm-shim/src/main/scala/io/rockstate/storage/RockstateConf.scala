@@ -89,7 +89,7 @@ object RockstateConf {
 
   val Defaults: Map[String, String] = Map(
     BlockCacheSizeMB -> "128",
-    WriteBufferSizeMB -> "16",
+    WriteBufferSizeMB -> "64",
     WriteBufferManagerMB -> "128",
     Compression -> "lz4",
     BloomFilterBitsPerKey -> "10",

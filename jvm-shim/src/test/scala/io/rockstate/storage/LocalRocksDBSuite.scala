@@ -1,0 +1,39 @@
+package io.rockstate.storage
+
+import java.nio.file.Files
+
+import org.apache.commons.io.FileUtils
+import org.scalatest.funsuite.AnyFunSuite
+
+/** One RocksDB instance under the executor's shared memory. */
+class LocalRocksDBSuite extends AnyFunSuite {
+
+  test("an idle store keeps at most half its fair share of the write buffer manager") {
+    val mb = 1024L * 1024
+    assert(LocalRocksDB.idleMemtableShare(128 * mb, 8) == 8 * mb)
+    assert(LocalRocksDB.idleMemtableShare(128 * mb, 1000) == 128 * mb / 2000)
+    assert(LocalRocksDB.idleMemtableShare(128 * mb, 0) == 64 * mb) // none open yet: this one
+  }
+
+  test("memtables above the idle share are flushed in the background, smaller ones stay") {
+    val dir = Files.createTempDirectory("rockstate-localdb").toFile
+    val db = new LocalRocksDB(dir, RockstateConf.from(Map.empty, 2))
+    try {
+      (1 to 20000).foreach(i => db.put(f"key$i%08d".getBytes, Array.fill[Byte](40)(i.toByte)))
+      assert(db.sstBytes == 0) // a 64 MB memtable holds about 1.2 MB of writes
+      assert(!db.flushIfAbove(64L * 1024 * 1024))
+      assert(db.sstBytes == 0)
+      assert(db.flushIfAbove(256L * 1024))
+      val deadline = System.currentTimeMillis() + 60000
+      while (db.sstBytes == 0) {
+        assert(System.currentTimeMillis() < deadline, "the background flush never wrote an SST")
+        Thread.sleep(10)
+      }
+      assert(!db.flushIfAbove(256L * 1024)) // the active memtable is empty now
+      assert(db.get("key00000007".getBytes).length == 40) // flushed, still read
+    } finally {
+      db.close()
+      FileUtils.deleteDirectory(dir)
+    }
+  }
+}
