@@ -39,7 +39,7 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
     .setCompressionType(compressionType(conf.compression))
     .setAvoidFlushDuringShutdown(true)
     .setInfoLogLevel(InfoLogLevel.WARN_LEVEL)
-    .setKeepLogFileNum(2)
+    .setLogger(RocksDBLog.logger)
 
   private val writeOptions = new WriteOptions().setDisableWAL(true)
   private val readOptions = new ReadOptions()

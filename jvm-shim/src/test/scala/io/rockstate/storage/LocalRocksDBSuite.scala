@@ -19,6 +19,8 @@ class LocalRocksDBSuite extends AnyFunSuite {
     val dir = Files.createTempDirectory("rockstate-localdb").toFile
     val db = new LocalRocksDB(dir, RockstateConf.from(Map.empty, 2))
     try {
+      // RocksDB's messages go to the executor's log: no LOG file held open per store.
+      assert(!dir.list().exists(_.startsWith("LOG")), dir.list().mkString(", "))
       (1 to 20000).foreach(i => db.put(f"key$i%08d".getBytes, Array.fill[Byte](40)(i.toByte)))
       assert(db.sstBytes == 0) // a 64 MB memtable holds about 1.2 MB of writes
       assert(!db.flushIfAbove(64L * 1024 * 1024))
