@@ -33,6 +33,10 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
     .setCreateIfMissing(true)
     .setWriteBufferManager(memory.writeBufferManager)
     .setWriteBufferSize(conf.writeBufferSizeMB * 1024 * 1024)
+    // A memtable's memory grows a block at a time, and one with a single key holds a whole
+    // block (RocksDB's default: 1 MB). Small blocks keep a mostly idle store's memtable small,
+    // so a thousand stores fit a write buffer manager of 128 MB (`idleMemtableShare`).
+    .setArenaBlockSize(ArenaBlockBytes)
     .setMaxWriteBufferNumber(3)
     .setTableFormatConfig(tableConfig)
     .setMergeOperator(mergeOperator)
@@ -128,10 +132,13 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
    * in one store at 4M keys on 8 partitions).
    */
   def flushIfAbove(memtableShare: Long): Boolean = {
-    val held = db.getLongProperty("rocksdb.cur-size-active-mem-table")
+    val held = memtableBytes
     if (held > memtableShare) db.flush(backgroundFlush)
     held > memtableShare
   }
+
+  /** Bytes the active memtable holds (its arena's allocation, as the manager counts it). */
+  def memtableBytes: Long = db.getLongProperty("rocksdb.cur-size-active-mem-table")
 
   /** Bytes of the SST files the current version uses. */
   def sstBytes: Long = db.getLongProperty("rocksdb.live-sst-files-size")
@@ -163,6 +170,9 @@ object LocalRocksDB {
 
   /** Keys a batch's reads remember at most (about 100 bytes each, cleared at its end). */
   val ReadKeysHeld = 100000
+
+  /** A memtable's allocation unit (`idleMemtableShare` at 1000 stores and 128 MB is 64 KB). */
+  val ArenaBlockBytes: Long = 32L * 1024
 
   // RocksDB instances open in this JVM.
   private val open = new java.util.concurrent.atomic.AtomicInteger()

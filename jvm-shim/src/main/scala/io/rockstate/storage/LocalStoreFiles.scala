@@ -127,7 +127,7 @@ final class LocalStoreFiles private (val dir: File, base: File, maxCacheBytes: L
    */
   def release(localRecovery: Boolean): Unit = LocalStoreFiles.synchronized {
     if (LocalStoreFiles.leave(dir) == 0) {
-      if (!localRecovery) FileUtils.deleteQuietly(dir)
+      if (!localRecovery) LocalStoreFiles.deleteStoreDir(dir)
       else LocalStoreFiles.evictClosed(base, maxCacheBytes)
     }
   }
@@ -199,7 +199,7 @@ object LocalStoreFiles extends Logging {
     var total = sizes.values.sum
     dirs.filterNot(d => users.containsKey(d.getAbsoluteFile)).sortBy(_.lastModified).foreach { d =>
       if (total > maxBytes) {
-        FileUtils.deleteQuietly(d)
+        deleteStoreDir(d)
         total -= sizes(d)
       }
     }
@@ -230,6 +230,14 @@ object LocalStoreFiles extends Logging {
   private def forget(file: File): Unit = {
     verified.remove(file.getAbsolutePath)
     lastUsed.remove(file.getAbsolutePath)
+  }
+
+  /** Deletes a store's local directory, and what this JVM remembers of its cached files. */
+  private def deleteStoreDir(dir: File): Unit = {
+    FileUtils.deleteQuietly(dir)
+    val prefix = dir.getAbsolutePath + File.separator
+    verified.keySet.removeIf(_.startsWith(prefix))
+    lastUsed.keySet.removeIf(_.startsWith(prefix))
   }
 
   /**
