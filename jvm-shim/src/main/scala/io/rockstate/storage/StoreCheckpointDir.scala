@@ -134,22 +134,36 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
     (current ++ legacy).sortBy(e => (e.version, e.mtime, e.path))
   }
 
-  /** Every file under the store directory, from one recursive listing. */
+  /**
+   * Every file under the store directory, from one listing: on an object store (or HDFS) one
+   * recursive listing, a request per thousand objects; on the local file system a walk of its
+   * folders, because Hadoop's recursive listing there reads every file's permissions, which
+   * without Hadoop's native library forks a process per file.
+   */
   def listAll(): StoreListing = {
     val prefix = fs.makeQualified(root).toUri.getPath.stripSuffix("/") + "/"
-    val it = try fs.listFiles(root, true) catch {
-      case _: java.io.FileNotFoundException => return StoreListing(Map.empty)
-    }
-    val found = Map.newBuilder[String, StoreListing.Entry]
-    while (it.hasNext) {
-      val st = it.next()
-      val path = st.getPath.toUri.getPath
-      if (path.startsWith(prefix) && !path.endsWith(".crc")) { // Hadoop's local checksum files
-        found += path.stripPrefix(prefix) ->
-          StoreListing.Entry(st.getLen, st.getModificationTime)
+    val statuses = if (fs.getScheme == "file") walk(root) else {
+      val it = try fs.listFiles(root, true) catch {
+        case _: java.io.FileNotFoundException => return StoreListing(Map.empty)
       }
+      Iterator.continually(it).takeWhile(_.hasNext).map(_.next(): FileStatus)
     }
-    StoreListing(found.result())
+    val found = statuses.flatMap { st =>
+      val path = st.getPath.toUri.getPath
+      // Hadoop's local checksum files are not the checkpoint's.
+      if (path.startsWith(prefix) && !path.endsWith(".crc")) {
+        Some(path.stripPrefix(prefix) -> StoreListing.Entry(st.getLen, st.getModificationTime))
+      } else None
+    }.toMap
+    StoreListing(found)
+  }
+
+  /** The files under `dir`, a folder at a time; one deleted meanwhile holds nothing. */
+  private def walk(dir: Path): Iterator[FileStatus] = {
+    val here = try fs.listStatus(dir).toSeq catch {
+      case _: java.io.FileNotFoundException => Nil
+    }
+    here.iterator.flatMap(st => if (st.isDirectory) walk(st.getPath) else Iterator(st))
   }
 
   /** The version file at `relative` (an exact attempt of `version`), if it exists. */
