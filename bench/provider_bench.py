@@ -248,6 +248,14 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
         }
     threads = cpu_by_thread(pid)
     executors = executor_jvms(spark)
+    # The state's memory as each provider reports it to Spark (rockstate: the stores'
+    # memtables and table readers outside the cache), and rockstate's whole RocksDB memory in
+    # the executor (the shared block cache, memtables charged to it) against its bound; in
+    # local mode the executor is this JVM.
+    state_memory = p["stateOperators"][0].get("memoryUsedBytes", 0)
+    rocksdb_memory = (spark._jvm.io.rockstate.storage.ExecutorMemory.usedBytes()
+                      if provider == rockstate.PROVIDER_CLASS and args.master.startswith("local[")
+                      else 0)
     query.stop()
     # What the run leaves in the checkpoint's state/ directory (after the last maintenance):
     # on an object store every file is a request and every listing pays for the count.
@@ -266,6 +274,8 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
         # local-cluster: every executor JVM's peak, summed (local[N]: the driver's JVM above).
         "executor_rss_mb": sum(peak_rss_bytes(e) for e in executors) / 2**20,
         "open_files": sum(open_files(e) for e in [pid, *executors]),
+        "state_memory_mb": state_memory / 2**20,
+        "rocksdb_memory_mb": rocksdb_memory / 2**20,
         # Requests to the object store while each batch ran (the background uploads that
         # landed in it included; the bench's own listings between batches not): the median
         # batch after the first, and the sum over every batch.
@@ -422,6 +432,11 @@ def main() -> int:
             print(f"{name}: checkpoints completed {c['completed']}, aborted {c['aborted']}, "
                   f"{c['stores']} stores each; first to last acknowledgement p50 "
                   f"{c['spread_p50_ms']:.0f} ms; snapshot upload p50 {c['async_p50_ms']:.0f} ms")
+            if r["rocksdb_memory_mb"]:
+                print(f"{name}: RocksDB memory of the executor after the last batch "
+                      f"{r['rocksdb_memory_mb']:.1f} MB (the shared block cache with the "
+                      f"memtables charged to it; its bound is blockCacheSizeMB); the stores' "
+                      f"own report to Spark {r['state_memory_mb']:.1f} MB")
     if "rockstate" in results:
         mine = results["rockstate"]
         for name, r in results.items():
