@@ -137,6 +137,10 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
     held > memtableShare
   }
 
+  /** `flushIfAbove` this store's idle share of the executor's write buffer manager. */
+  def flushIfAboveIdleShare(): Boolean =
+    flushIfAbove(idleMemtableShare(memory.writeBufferManagerBytes))
+
   /** Bytes the active memtable holds (its arena's allocation, as the manager counts it). */
   def memtableBytes: Long = db.getLongProperty("rocksdb.cur-size-active-mem-table")
 

@@ -435,10 +435,7 @@ final class VersionedRocksDB(
     val begun = if (due) startSnapshot(version, listener) else None
     forceOwed = forceOwed && syncMs == 0 && begun.isEmpty
     // A snapshot flushed already; otherwise the store is about to idle with the batch's writes.
-    if (begun.isEmpty && syncMs == 0) {
-      val manager = ExecutorMemory.get(conf).writeBufferManagerBytes
-      rocksDB.flushIfAbove(LocalRocksDB.idleMemtableShare(manager))
-    }
+    if (begun.isEmpty && syncMs == 0) rocksDB.flushIfAboveIdleShare()
     val (stats, done, failed) = snapshots.drainCompleted()
     lastCommit = CommitFigures(fileBytes, log.records, syncMs + begun.getOrElse(0L), stats, done,
       failed, forcedSnapshots = if (forced && (syncMs > 0 || begun.isDefined)) 1 else 0)
