@@ -359,11 +359,16 @@ def _span_row(s: str | None, b: bytes | None) -> bytes:
 
 @fuzz
 @given(st.lists(st.tuples(st.one_of(st.none(), st.text(max_size=12)),
-                          st.one_of(st.none(), st.binary(max_size=12))), min_size=1,
-                max_size=40))
-def test_strings_and_binaries_decode_to_what_was_written(values: list[tuple]):
-    decoded = decode_rows([_span_row(s, b) for s, b in values], SPANS_SCHEMA, 1).to_pylist()
-    assert decoded == [{"s": s, "b": b} for s, b in values]
+                          st.one_of(st.none(), st.binary(max_size=80))), min_size=1,
+                max_size=40), st.integers(0, 3))
+def test_strings_and_binaries_decode_to_what_was_written(values: list[tuple], cut: int):
+    """Short spans (gathered a word at a time) and long ones, from bytes and from an Arrow
+    array; the array a slice of a longer one, as a reader's may be."""
+    rows = [_span_row(s, b) for s, b in values]
+    expected = [{"s": s, "b": b} for s, b in values]
+    assert decode_rows(rows, SPANS_SCHEMA, 1).to_pylist() == expected
+    arrow = pa.array([b"\1" * 40] * cut + rows + [b"\1" * 40] * cut, type=pa.large_binary())
+    assert decode_rows(arrow.slice(cut, len(rows)), SPANS_SCHEMA, 1).to_pylist() == expected
 
 
 def test_strings_decode_across_the_gather_chunks():

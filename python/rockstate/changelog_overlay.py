@@ -3,7 +3,7 @@
 A version is its snapshot with the changelogs after it replayed on top. Replaying them into
 a small overlay (rather than into a dict of every key) lets a reader stream the snapshot's keys
 past it in bounded memory (``export``), or apply it to the snapshot's sorted keys and values
-by bisection (``read_state``).
+in Arrow (``read_state``).
 """
 
 from __future__ import annotations
@@ -11,6 +11,12 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from rockstate.packed_entries import BINARY, SortedKeys, concat
 
 
 @dataclass
@@ -110,29 +116,44 @@ class ChangelogOverlay:
         if keys:
             yield keys, values
 
-    def apply_to_sorted(self, keys: list[bytes], values: list[bytes]
-                        ) -> tuple[list[bytes], list[bytes]]:
-        """A snapshot's ``keys`` (sorted, as RocksDB iterates them) and ``values`` at the
-        version: each key the changelogs touched is found by bisection; keys they added come
-        last. ``values`` may be changed in place."""
-        drop: set[int] = set()
+    def apply_to_arrays(self, keys: pa.Array, values: pa.Array) -> tuple[pa.Array, pa.Array]:
+        """A snapshot's ``keys`` (sorted, as RocksDB iterates them) and ``values``, two
+        ``large_binary`` arrays, at the version: the rows of the keys the changelogs touched are
+        found by one hash lookup over the snapshot's keys, a range's rows by bisection; keys
+        the changelogs added come last. No Python object is made per untouched key."""
+        touched = [*self.final, *self.merged]  # disjoint: a key is in one or the other
+        if not touched and not self.ranges:
+            return keys, values
+        keep = np.ones(len(keys), dtype=bool)
+        sorted_keys = SortedKeys(keys)
         for start, end in self.ranges:
-            drop.update(range(bisect_left(keys, start), bisect_left(keys, end)))
-        added_keys: list[bytes] = []
-        added_values: list[bytes] = []
-        for key in (*self.final, *self.merged):
-            i = bisect_left(keys, key)
-            present = i < len(keys) and keys[i] == key
-            value = self.value_of(key, values[i] if present else None)
-            if present and value is None:
-                drop.add(i)
-            elif present:
-                values[i] = value  # type: ignore[assignment]
-                drop.discard(i)  # put again after a range deleted it
-            elif value is not None:
-                added_keys.append(key)
-                added_values.append(value)
-        if drop:
-            kept = [i for i in range(len(keys)) if i not in drop]
-            keys, values = [keys[i] for i in kept], [values[i] for i in kept]
-        return keys + added_keys, values + added_values
+            keep[bisect_left(sorted_keys, start):bisect_left(sorted_keys, end)] = False
+        present: set[int] = set()
+        changed_rows: list[int] = []
+        changed_values: list[bytes] = []
+        if touched:
+            where = pc.index_in(keys, value_set=pa.array(touched, type=BINARY))
+            rows = np.flatnonzero(where.is_valid().to_numpy(zero_copy_only=False))
+            which = where.drop_null().to_numpy()
+            for row, j, old in zip(rows.tolist(), which.tolist(),
+                                   values.take(rows).to_pylist(), strict=True):
+                present.add(j)
+                value = self.value_of(touched[j], old)
+                keep[row] = value is not None  # put again after a range deleted it
+                if value is not None and value != old:
+                    changed_rows.append(row)
+                    changed_values.append(value)
+        if changed_rows:
+            mask = np.zeros(len(values), dtype=bool)
+            mask[changed_rows] = True  # rows ascend: replacements go in row order
+            values = pc.replace_with_mask(values, pa.array(mask),
+                                          pa.array(changed_values, type=BINARY))
+        if not keep.all():
+            kept = pa.array(keep)
+            keys, values = keys.filter(kept), values.filter(kept)
+        added = [(key, value) for j, key in enumerate(touched) if j not in present
+                 and (value := self.value_of(key, None)) is not None]
+        if not added:
+            return keys, values
+        return (concat([keys, pa.array([k for k, _ in added], type=BINARY)]),
+                concat([values, pa.array([v for _, v in added], type=BINARY)]))

@@ -7,7 +7,7 @@ For each store (one per partition), the version's snapshot files are staged to a
 temporary directory (only the files that version needs, each checked against its size and
 CRC32), opened read-only with rocksdict, and the changelogs after the snapshot are replayed
 on top (``ChangelogOverlay``: only the keys they touch are held; ``read_state`` applies it to
-the snapshot's sorted keys by bisection, ``export`` streams the snapshot past it). Keys and
+the snapshot's keys and values packed in Arrow, ``export`` streams the snapshot past it). Keys and
 values are decoded from Spark's UnsafeRow layout with the schema Spark recorded for the
 operator. The table has the columns Spark's ``statestore`` data source has:
 ``key`` and ``value`` (structs) and ``partition_id``.
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from rockstate import offsets, spark_rocksdb
+from rockstate import offsets, packed_entries, spark_rocksdb
 from rockstate.changelog_overlay import ChangelogOverlay
 from rockstate.checkpoint_path import file_name, local_within
 from rockstate.errors import CorruptCheckpointError, RockstateError
@@ -41,6 +41,7 @@ from rockstate.format import (
 )
 from rockstate.location import DEFAULT_STORE, CheckpointLocation, StoreRef, open_location
 from rockstate.operator_metadata import is_transform_with_state, read_operator_metadata
+from rockstate.packed_entries import Rows
 from rockstate.read_workers import read_in_workers, worker_count
 from rockstate.state_schema import family_schemas, v2_schemas
 from rockstate.unsaferow import decode_rows
@@ -139,32 +140,25 @@ def store_entries(loc: CheckpointLocation, store: StoreRef, version: int,
     """Every key and value of one store at ``version``, as RocksDB holds them. A store with
     column families (transformWithState) is read one ``family`` at a time, its keys without
     the family's id."""
-    return dict(zip(*store_entry_lists(loc, store, version, family), strict=True))
+    keys, values = store_entry_arrays(loc, store, version, family)
+    return dict(zip(keys.to_pylist(), values.to_pylist(), strict=True))
 
 
-def store_entry_lists(loc: CheckpointLocation, store: StoreRef, version: int,
-                      family: str | None = None) -> tuple[list[bytes], list[bytes]]:
-    """The entries of :func:`store_entries` as a list of keys and one of values, in the
-    snapshot's key order then the keys the changelogs added: what ``read_state`` decodes,
-    built with no dict of every key (a third of the time of a read)."""
+def store_entry_arrays(loc: CheckpointLocation, store: StoreRef, version: int,
+                       family: str | None = None) -> tuple[pa.Array, pa.Array]:
+    """The entries of :func:`store_entries` as an Arrow array of keys and one of values, in
+    the snapshot's key order then the keys the changelogs added: what ``read_state`` decodes,
+    with no Python object per entry held (they cost more than RocksDB's iteration)."""
     m = _checked_manifest(loc, store, version, family)
     if m is None:
-        return [], []
+        return packed_entries.pack(())
     overlay = _overlay(loc, store, version, m)
-    keys: list[bytes] = []
-    values: list[bytes] = []
     with _staged_snapshot(loc, store, version, m) as items:
-        add_key, add_value = keys.append, values.append
-        for key, value in items:
-            add_key(key)
-            add_value(value)
-    if overlay.final or overlay.merged or overlay.ranges:
-        keys, values = overlay.apply_to_sorted(keys, values)
+        keys, values = packed_entries.pack(items)
+    keys, values = overlay.apply_to_arrays(keys, values)
     if family is None:
         return keys, values
-    prefix = family_prefix(m.column_families[family])
-    kept = [i for i, k in enumerate(keys) if k.startswith(prefix)]
-    return [keys[i][len(prefix):] for i in kept], [values[i] for i in kept]
+    return packed_entries.with_prefix(keys, values, family_prefix(m.column_families[family]))
 
 
 def store_entry_chunks(loc: CheckpointLocation, store: StoreRef, version: int,
@@ -225,7 +219,7 @@ class StatePartition:
     partition: int
     label: str
     versions: list[int]
-    entries_at: Callable[[int], tuple[list[bytes], list[bytes]]]  # its keys, its values
+    entries_at: Callable[[int], tuple[pa.Array, pa.Array]]  # its keys, its values
     # The same entries a bounded number at a time.
     chunks_at: Callable[[int], Iterator[tuple[list[bytes], list[bytes]]]]
 
@@ -240,7 +234,8 @@ class StateRead:
     store: str
     version: int
     partitions: tuple[StatePartition, ...]
-    decode: Callable[[list[bytes], list[bytes], Sequence[int]], pa.Table]
+    # Keys, values (Arrow arrays, or lists of bytes) and partition ids into the table.
+    decode: Callable[[Rows, Rows, Sequence[int]], pa.Table]
 
     def progress_label(self, part: StatePartition) -> str:
         """What a read tells ``progress`` of ``part``."""
@@ -249,17 +244,18 @@ class StateRead:
     def read(self, partitions: tuple[StatePartition, ...] | None = None,
              progress: Callable[[str], None] | None = None) -> pa.Table:
         """The rows of ``partitions`` (default: all), as one table."""
-        keys: list[bytes] = []
-        values: list[bytes] = []
+        keys: list[pa.Array] = []
+        values: list[pa.Array] = []
         partition_ids: list[np.ndarray] = []
         for part in self.partitions if partitions is None else partitions:
             if progress:
                 progress(self.progress_label(part))
             part_keys, part_values = part.entries_at(self.version)
-            keys.extend(part_keys)
-            values.extend(part_values)
+            keys.append(part_keys)
+            values.append(part_values)
             partition_ids.append(np.full(len(part_keys), part.partition, dtype=np.int32))
-        return self.decode(keys, values, np.concatenate(partition_ids) if partition_ids
+        return self.decode(packed_entries.concat(keys), packed_entries.concat(values),
+                           np.concatenate(partition_ids) if partition_ids
                            else np.empty(0, dtype=np.int32))
 
 
@@ -269,14 +265,14 @@ def plan_read(loc: CheckpointLocation, operator: int = 0, version: int | None = 
     """Everything :func:`read_state` checks before it reads a row: the stores, the version
     (default: the newest every partition has), that no partition is missing, and the schema."""
     sources = [StatePartition(s.partition, str(s), loc.versions(s),
-                              lambda v, s=s: store_entry_lists(loc, s, v, state_var),
+                              lambda v, s=s: store_entry_arrays(loc, s, v, state_var),
                               lambda v, s=s: store_entry_chunks(loc, s, v, state_var))
                for s in loc.stores(operator)
                if s.name == store and (partitions is None or s.partition in partitions)]
     if not sources:  # Spark's own RocksDB provider
         sources = [StatePartition(p, f"operator {operator} partition {p} store {store} "
                                      "(Spark RocksDB)", spark_rocksdb.versions(loc, path),
-                                  lambda v, path=path: spark_rocksdb.entry_lists(
+                                  lambda v, path=path: spark_rocksdb.entry_arrays(
                                       loc, path, v, state_var),
                                   lambda v, path=path: spark_rocksdb.entry_chunks(
                                       loc, path, v, state_var, EXPORT_CHUNK_ROWS))
@@ -298,7 +294,7 @@ def plan_read(loc: CheckpointLocation, operator: int = 0, version: int | None = 
                                  f"(it has {sorted(kinds)})")
         family = family_schemas(loc, operator, store)[state_var]
 
-        def decode(keys: list[bytes], values: list[bytes], ids: Sequence[int]) -> pa.Table:
+        def decode(keys: Rows, values: Rows, ids: Sequence[int]) -> pa.Table:
             return tws.decode_variable(kinds[state_var], family, keys, values, ids)
     else:
         if is_transform_with_state(loc, operator):
@@ -311,7 +307,7 @@ def plan_read(loc: CheckpointLocation, operator: int = 0, version: int | None = 
         refuse_prefix_keys(loc, operator, store)
         key_schema, value_schema = v2_schemas(loc, operator, store)
 
-        def decode(keys: list[bytes], values: list[bytes], ids: Sequence[int]) -> pa.Table:
+        def decode(keys: Rows, values: Rows, ids: Sequence[int]) -> pa.Table:
             try:
                 key = decode_rows(keys, key_schema, ENCODING_VERSION_BYTES)
                 value = decode_rows(values, value_schema, ENCODING_VERSION_BYTES)

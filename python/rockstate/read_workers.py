@@ -1,10 +1,10 @@
 """Reading a state's partitions in worker processes.
 
 rocksdict holds the GIL while it iterates a snapshot, so threads do not read two partitions at
-once; forked processes do. Each worker reads and decodes a contiguous share of the partitions
-and hands back an Arrow table; the shares are joined in partition order, the order a serial
-read gives. What a worker runs is a module-level function and the partitions' numbers, so
-nothing but names and the location crosses to it.
+once; forked processes do. This process and each worker read and decode a contiguous share of
+the partitions, each worker handing back an Arrow table; the shares are joined in partition
+order, the order a serial read gives. What a worker runs is a module-level function and the
+partitions' numbers, so nothing but names and the location crosses to it.
 
 Only a local checkpoint is read this way, and only where ``fork`` exists: a forked child
 cannot use the parent's connection to an object store, and ``spawn``/``forkserver`` would run
@@ -54,9 +54,13 @@ def read_in_workers(read_share: Callable[[list[int]], pa.Table],
                     partitions: Sequence[tuple[int, str]], workers: int,
                     progress: Callable[[str], None] | None = None) -> pa.Table:
     """``read_share`` (picklable: a module-level function, or a partial of one) run on
-    ``workers`` contiguous shares of ``partitions`` (number, label) in forked processes, its
-    tables joined in partition order; each partition's label goes to ``progress`` as its share
-    lands."""
+    ``workers`` contiguous shares of ``partitions`` (number, label): the first in this process,
+    the others in forked processes meanwhile; the tables joined in partition order, each
+    partition's label going to ``progress`` as its share lands.
+
+    This process reads a share itself because a forked worker starts with a cold heap: every
+    page its read touches is a fault, and with the handover it costs a worker about a third
+    more than the same share read here."""
     size, extra = divmod(len(partitions), workers)
     shares, start = [], 0
     for i in range(workers):
@@ -66,9 +70,9 @@ def read_in_workers(read_share: Callable[[list[int]], pa.Table],
     # pyarrow's converter imports pandas on its first use (a third of a second): taken here
     # once, before the fork, instead of in every worker of every read.
     pa.array([], type=pa.large_binary())
-    tables = []
     with tempfile.TemporaryDirectory(prefix="rockstate-read-") as handover, \
-            ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            ProcessPoolExecutor(workers - 1,
+                                mp_context=multiprocessing.get_context("fork")) as pool:
         # The workers must never finalize the caller's objects: a py4j proxy collected in a
         # child would talk to the caller's JVM over the caller's own connection. Objects made
         # before the fork are frozen out of the collector while the pool forks (it forks
@@ -77,10 +81,12 @@ def read_in_workers(read_share: Callable[[list[int]], pa.Table],
         try:
             futures = [pool.submit(_share_to_file, read_share, [number for number, _ in share],
                                    os.path.join(handover, f"{i}.arrow"))
-                       for i, share in enumerate(shares)]
+                       for i, share in enumerate(shares[1:], start=1)]
         finally:
             gc.unfreeze()
-        for share, future in zip(shares, futures, strict=True):
+        tables = [read_share([number for number, _ in shares[0]])]
+        _report(shares[0], progress)
+        for share, future in zip(shares[1:], futures, strict=True):
             try:
                 path = future.result()
             except BrokenProcessPool as e:
@@ -90,8 +96,13 @@ def read_in_workers(read_share: Callable[[list[int]], pa.Table],
             # Mapped, not copied: the table's buffers keep the mapping once the file is gone.
             tables.append(pa.ipc.open_file(pa.memory_map(path)).read_all())
             os.unlink(path)
-            for _, label in share:
-                if progress:
-                    progress(label)
+            _report(share, progress)
     # A share past 2 GiB of strings decodes to large_string: the others are promoted to it.
     return pa.concat_tables(tables, promote_options="permissive")
+
+
+def _report(share: Sequence[tuple[int, str]], progress: Callable[[str], None] | None) -> None:
+    """Each partition label of a share that has landed, to ``progress``."""
+    if progress:
+        for _, label in share:
+            progress(label)

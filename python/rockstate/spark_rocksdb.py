@@ -27,7 +27,9 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from rockstate import decompress
+import pyarrow as pa
+
+from rockstate import decompress, packed_entries
 from rockstate.changelog_overlay import ChangelogOverlay
 from rockstate.checkpoint_path import file_name, local_within, relative_path
 from rockstate.errors import CorruptCheckpointError, RockstateError
@@ -346,19 +348,22 @@ def entries(loc: CheckpointLocation, path: str, version: int,
     """Every key and value of one partition at ``version``: the newest snapshot at or below it
     plus the changelogs after it. With column families (transformWithState), ``family``
     picks one, its 2-byte little-endian id stripped from the keys."""
-    return dict(zip(*entry_lists(loc, path, version, family), strict=True))
+    keys, values = entry_arrays(loc, path, version, family)
+    return dict(zip(keys.to_pylist(), values.to_pylist(), strict=True))
 
 
-def entry_lists(loc: CheckpointLocation, path: str, version: int,
-                family: str | None = None) -> tuple[list[bytes], list[bytes]]:
-    """The entries of :func:`entries` as a list of keys and one of values (no dict of every
-    key): what ``read_state`` decodes."""
-    keys: list[bytes] = []
-    values: list[bytes] = []
-    for chunk_keys, chunk_values in entry_chunks(loc, path, version, family, rows=1 << 16):
-        keys += chunk_keys
-        values += chunk_values
-    return keys, values
+def entry_arrays(loc: CheckpointLocation, path: str, version: int,
+                 family: str | None = None) -> tuple[pa.Array, pa.Array]:
+    """The entries of :func:`entries` as an Arrow array of keys and one of values (no Python
+    object per entry held): what ``read_state`` decodes."""
+    base = _base(loc, path, version)
+    overlay = _overlay(loc, path, base, version)
+    with _staged_snapshot(loc, path, base) as (items, families, internal):
+        prefix = _family_prefix(path, version, families, internal, family)
+        if prefix is None:  # a state variable with nothing written yet
+            return packed_entries.pack(())
+        keys, values = overlay.apply_to_arrays(*packed_entries.pack(items))
+    return packed_entries.with_prefix(keys, values, prefix) if prefix else (keys, values)
 
 
 def entry_chunks(loc: CheckpointLocation, path: str, version: int, family: str | None,

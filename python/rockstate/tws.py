@@ -30,6 +30,7 @@ import pyarrow as pa
 from rockstate.errors import CorruptCheckpointError, RockstateError
 from rockstate.location import CheckpointLocation
 from rockstate.operator_metadata import OperatorMetadata, read_operator_metadata
+from rockstate.packed_entries import Rows, as_bytes
 from rockstate.state_schema import FamilySchema, family_schemas
 from rockstate.unsaferow import decode_rows
 
@@ -56,13 +57,14 @@ def _sub_schema(schema: dict, fields: slice) -> dict:
     return {"type": "struct", "fields": schema["fields"][fields]}
 
 
-def decode_variable(kind: str, family: FamilySchema, keys: list[bytes], values: list[bytes],
+def decode_variable(kind: str, family: FamilySchema, keys: Rows, values: Rows,
                     partitions: Sequence[int]) -> pa.Table:
     """One state variable's rows, with the columns Spark's ``statestore`` source gives it."""
     if kind == "ValueState":
         return pa.table({"key": decode_rows(keys, family.key, ROW),
                          "value": decode_rows(values, family.value, ROW),
                          "partition_id": pa.array(partitions, type=pa.int32())})
+    keys, values = as_bytes(keys), as_bytes(values)  # lists and maps are split key by key
     if kind == "ListState":
         element_keys, elements, element_partitions = [], [], []
         for k, v, p in zip(keys, values, partitions, strict=True):

@@ -19,11 +19,12 @@ import decimal
 import json
 import re
 import struct
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+
+from rockstate.packed_entries import Rows, as_binary, as_bytes
 
 _DECIMAL = re.compile(r"decimal\((\d+),\s*(-?\d+)\)")
 _EPOCH = datetime.date(1970, 1, 1)
@@ -229,20 +230,23 @@ def _spans(lengths: np.ndarray, fixed: np.ndarray, slot: int, skip: int,
     return offsets, sizes
 
 
-def _packed(rows: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Where each row starts in one buffer of them all, its length, and that buffer: built
-    by Arrow's converter in C (a third of the time of joining the bytes and taking each one's
-    length in Python)."""
-    packed = pa.array(rows, type=pa.large_binary())
+def _packed(rows: Rows) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where each row starts in one buffer of them all, its length, and that buffer: read in
+    place from an Arrow array, or built from ``bytes`` by Arrow's converter in C (a third of
+    the time of joining the bytes and taking each one's length in Python)."""
+    packed = as_binary(rows)
     _, offsets_buf, data_buf = packed.buffers()
-    offsets = np.frombuffer(offsets_buf, dtype=np.int64, count=len(rows) + 1)
-    total = int(offsets[-1])
-    joined = (np.frombuffer(data_buf, dtype=np.uint8, count=total) if total
+    # A slice of an array starts ``offset`` rows into its offsets, and its first row may
+    # start past the data buffer's first byte: both are taken off.
+    offsets = np.frombuffer(offsets_buf, dtype=np.int64, count=len(packed) + 1,
+                            offset=packed.offset * 8)
+    first, total = int(offsets[0]), int(offsets[-1] - offsets[0])
+    joined = (np.frombuffer(data_buf, dtype=np.uint8, count=total, offset=first) if total
               else np.empty(0, dtype=np.uint8))
-    return offsets[:-1], np.diff(offsets), joined
+    return offsets[:-1] - first, np.diff(offsets), joined
 
 
-def decode_rows(rows: Sequence[bytes], schema: dict, skip: int = 0) -> pa.StructArray:
+def decode_rows(rows: Rows, schema: dict, skip: int = 0) -> pa.StructArray:
     """Decodes UnsafeRows (each starting ``skip`` bytes in) into a struct array of ``schema``.
 
     ``schema`` is a Spark StructType in its JSON form. Rows shorter than the schema's fixed
@@ -257,6 +261,7 @@ def decode_rows(rows: Sequence[bytes], schema: dict, skip: int = 0) -> pa.Struct
         return pa.array([], type=typ)
     starts, lengths, joined = _packed(rows)
     fixed = _fixed_regions(joined, starts, lengths, skip, fixed_len)
+    listed: list[bytes] | None = None  # the rows as bytes, for the fields decoded one by one
     children = []
     for i, f in enumerate(fields):
         nulls = (fixed[:, i >> 3] >> (i & 7) & 1).astype(bool)
@@ -281,16 +286,16 @@ def decode_rows(rows: Sequence[bytes], schema: dict, skip: int = 0) -> pa.Struct
                                else pa.string())
         elif isinstance(t, dict) and t.get("type") == "struct":
             offsets, sizes = _spans(lengths, fixed, slot, skip, nulls, f["name"])
-            nested = [b"" if nulls[j] else rows[j][offsets[j]:offsets[j] + sizes[j]]
-                      for j in range(n)]
-            inner = decode_rows([nested[j] for j in range(n) if not nulls[j]], t)
+            nested = _variable_bytes(joined, starts, offsets, sizes, nulls)
+            inner = decode_rows(nested.filter(pa.array(~nulls)), t)
             # Back to every position: a null index takes a null struct.
             at = pa.array(np.cumsum(~nulls) - 1, mask=nulls, type=pa.int64())
             arr = inner.take(at)
         else:
+            listed = as_bytes(rows) if listed is None else listed
             try:
                 items = [None if nulls[j] else
-                         _slot_value(rows[j], skip, skip + slot, t) for j in range(n)]
+                         _slot_value(listed[j], skip, skip + slot, t) for j in range(n)]
             except (struct.error, IndexError, OverflowError, MemoryError) as e:
                 raise ValueError(f"field {f['name']!r} of a row is damaged ({e})") from None
             arr = pa.array(items, type=arrow_type(t))
