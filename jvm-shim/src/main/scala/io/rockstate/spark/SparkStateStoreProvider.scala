@@ -235,7 +235,19 @@ abstract class SparkStateStoreProvider extends StateStoreProvider with Logging {
 
   // Snapshots are taken by commits and uploaded by rockstate's own background threads as soon
   // as they are taken, not at Spark's maintenance interval: maintenance only cleans up.
-  override def doMaintenance(): Unit = cleanup()
+  override def doMaintenance(): Unit = {
+    // With Spark's unloadOnCommit this maintenance runs as the task ends and the provider is
+    // closed right after: the commit's snapshot upload finishes first (as Spark's own provider
+    // uploads in this maintenance) instead of dying with the close and leaving the next load
+    // a longer chain of changelogs to replay.
+    val s = setup
+    if (s != null && s.conf.unloadOnCommit && versioned != null &&
+        !versioned.awaitUploads(s.conf.snapshotUploadTimeoutMs)) {
+      logWarning(s"rockstate: ${s.id}'s snapshot upload did not finish within " +
+        s"${s.conf.snapshotUploadTimeoutMs} ms before the provider unloads; it is abandoned")
+    }
+    cleanup()
+  }
 
   /** Deletes what no retained version or checkpoint needs any more. */
   protected def cleanup(): Unit = {

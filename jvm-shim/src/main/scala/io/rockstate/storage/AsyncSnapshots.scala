@@ -11,22 +11,30 @@ import org.apache.spark.internal.Logging
  * synchronous part (`VersionedRocksDB`, on the task) takes the local checkpoint and hands it
  * over as an immutable `SnapshotJob`; upload threads touch only this object.
  */
-final class AsyncSnapshots(storeId: String, conf: RockstateConf) extends Logging {
+final class AsyncSnapshots(storeId: String, storeDir: String, conf: RockstateConf)
+    extends Logging {
   private val inFlight = new AtomicReference[InFlightUpload](null)
-  // The newest snapshot this store's uploads confirmed, with the state id it holds.
-  private val newestSnapshot = new AtomicReference[Option[(SnapshotRef, String)]](None)
+  // The newest snapshot this store's uploads confirmed, with the state id it holds: from an
+  // earlier instance of the store in this JVM at first.
+  private val newestSnapshot = new AtomicReference(ConfirmedSnapshots.get(storeDir))
   private val completions = new Object
   private var completed = (SnapshotStats.Zero, 0, 0) // stats, completed, failed; under completions
 
   def newest: Option[(SnapshotRef, String)] = newestSnapshot.get
 
   /** A snapshot the task took itself (on the commit path) is the newest confirmed one. */
-  def confirmedOnCommitPath(ref: SnapshotRef, stateId: String): Unit =
-    newestSnapshot.set(Some((ref, stateId)))
+  def confirmedOnCommitPath(ref: SnapshotRef, stateId: String): Unit = confirmed(ref, stateId)
 
   /** Forgets `newest` if it is still that snapshot: it was deleted before a commit used it. */
-  def forget(newest: (SnapshotRef, String)): Unit =
+  def forget(newest: (SnapshotRef, String)): Unit = {
     newestSnapshot.compareAndSet(Some(newest), None)
+    ConfirmedSnapshots.forget(storeDir, newest)
+  }
+
+  private def confirmed(ref: SnapshotRef, stateId: String): Unit = {
+    newestSnapshot.set(Some((ref, stateId)))
+    ConfirmedSnapshots.record(storeDir, (ref, stateId))
+  }
 
   /**
    * Claims the upload slot for `version`'s snapshot, or tells `listener` why not (the previous
@@ -60,7 +68,7 @@ final class AsyncSnapshots(storeId: String, conf: RockstateConf) extends Logging
         result match {
           case Right((m, path)) =>
             job.confirmed.confirm(m.files.filter(_.kind == "sst"), path)
-            newestSnapshot.set(Some((SnapshotRef(m.version, path), m.stateId)))
+            confirmed(SnapshotRef(m.version, path), m.stateId)
             logInfo(s"rockstate snapshot of version ${m.version} of $storeId uploaded: " +
               s"${m.stats.filesUploaded} files / ${m.stats.bytesUploaded} bytes new, " +
               s"${m.stats.filesReused} files / ${m.stats.bytesReused} bytes shared")

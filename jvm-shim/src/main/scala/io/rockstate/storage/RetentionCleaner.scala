@@ -9,9 +9,10 @@ import org.apache.spark.internal.Logging
  * Keeps the checkpoint location of one store to what the retained versions need, through the
  * store's shared-file registry. Safe to interrupt anywhere, in this order:
  *
- *  1. versions past retention are expired: a format 1/2 manifest is deleted at once (a version
- *     without its manifest no longer exists); a version file once no other version file's
- *     lineage names it (its changes are a link of that lineage), so expired versions go
+ *  1. versions past retention are expired (at most `maxVersionsToDeletePerMaintenance` of them
+ *     a run, oldest first, when Spark's cap is set): a format 1/2 manifest is deleted at once
+ *     (a version without its manifest no longer exists); a version file once no other version
+ *     file's lineage names it (its changes are a link of that lineage), so expired versions go
  *     oldest first and every version file present stays loadable. Each drops its references;
  *  2. snapshot manifests nothing references any more are deleted, unless they are of a retained
  *     version or newer (a later commit may still rebase onto them) or younger than the grace;
@@ -54,7 +55,13 @@ final class RetentionCleaner(dir: StoreCheckpointDir, conf: RockstateConf) exten
     sync(entries, snapshots.map(_._1), retained, storageNow)
 
     val freed = Seq.newBuilder[String]
-    val expired = entries.filterNot(e => retained.contains(e.version))
+    // Spark's cap on one run's deletions: the oldest versions past retention go first, the
+    // rest wait for the next run (every version file present stays loadable either way).
+    val pastRetention = versions.filterNot(retained.contains)
+    val expiring = (if (conf.maxVersionsToDeletePerMaintenance > 0) {
+      pastRetention.take(conf.maxVersionsToDeletePerMaintenance)
+    } else pastRetention).toSet
+    val expired = entries.filter(e => expiring.contains(e.version))
     val (manifests, versionFiles) = expired.partition(_.isLegacy)
     manifests.foreach { e =>
       dir.delete(e.path)

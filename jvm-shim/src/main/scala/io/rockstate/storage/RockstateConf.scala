@@ -32,6 +32,8 @@ final case class RockstateConf(
     autoSnapshotRepair: Boolean,
     repairAfterFailures: Int,
     repairMaxReplay: Int,
+    maxVersionsToDeletePerMaintenance: Int,
+    unloadOnCommit: Boolean,
     testUploadDelayMs: Long,
     testCleanupDelayMs: Long) {
 
@@ -81,6 +83,12 @@ object RockstateConf {
   val RepairAfterFailures =
     "spark.sql.streaming.stateStore.autoSnapshotRepair.numFailuresBeforeActivating"
   val RepairMaxReplay = "spark.sql.streaming.stateStore.autoSnapshotRepair.maxChangeFileReplay"
+  // Spark's own cap on the versions one maintenance run deletes (Spark 4.1+ defines it for its
+  // RocksDB provider; honoured on every line): -1, no cap.
+  val MaxVersionsToDeletePerMaintenance =
+    "spark.sql.streaming.stateStore.maxVersionsToDeletePerMaintenance"
+  // Spark's own (4.1+): each provider is maintained and closed when its task ends.
+  val UnloadOnCommit = "spark.sql.streaming.stateStore.unloadOnCommit"
   // Testing only: a pause before each snapshot file upload (and before its manifest), to kill
   // or stop mid-upload.
   val TestUploadDelayMs = Prefix + "testing.snapshotUploadDelayMs"
@@ -110,6 +118,8 @@ object RockstateConf {
     AutoSnapshotRepair -> "true",
     RepairAfterFailures -> "1",
     RepairMaxReplay -> "50",
+    MaxVersionsToDeletePerMaintenance -> "-1",
+    UnloadOnCommit -> "false",
     TestUploadDelayMs -> "0",
     TestCleanupDelayMs -> "0")
 
@@ -164,6 +174,12 @@ object RockstateConf {
       val set = long(SnapshotUploadTimeoutMs, 1)
       if (graceMs > 0) math.max(1L, math.min(set, graceMs / 2)) else set
     }
+    val deleteCap = long(MaxVersionsToDeletePerMaintenance, -1).toInt
+    if (deleteCap == 0) {
+      throw new IllegalArgumentException(s"rockstate: $MaxVersionsToDeletePerMaintenance must " +
+        "be -1 (no cap) or at least 1, got 0: a maintenance run that may delete nothing would " +
+        "let the checkpoint grow without bound.")
+    }
     RockstateConf(
       blockCacheSizeMB = long(BlockCacheSizeMB, 1),
       writeBufferSizeMB = long(WriteBufferSizeMB, 1),
@@ -188,6 +204,8 @@ object RockstateConf {
       autoSnapshotRepair = bool(AutoSnapshotRepair),
       repairAfterFailures = long(RepairAfterFailures, 1).toInt,
       repairMaxReplay = long(RepairMaxReplay, 1).toInt,
+      maxVersionsToDeletePerMaintenance = deleteCap,
+      unloadOnCommit = bool(UnloadOnCommit),
       testUploadDelayMs = long(TestUploadDelayMs, 0),
       testCleanupDelayMs = long(TestCleanupDelayMs, 0))
   }

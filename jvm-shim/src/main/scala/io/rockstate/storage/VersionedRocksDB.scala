@@ -39,7 +39,7 @@ final class VersionedRocksDB(
     s"store $storeName)"
   private val workDir = local.newWorkPath("db")
   private val restore = new SnapshotRestore(operatorId, partitionId, storeName, checkpointDir)
-  private val snapshots = new AsyncSnapshots(storeId, conf)
+  private val snapshots = new AsyncSnapshots(storeId, checkpointDir.root.toString, conf)
 
   private var db: Option[LocalRocksDB] = None
   private var loaded: Long = -1L

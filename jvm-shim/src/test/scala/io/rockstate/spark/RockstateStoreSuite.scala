@@ -461,6 +461,28 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     assert(dir.listSnapshots().map(_._2) == Seq(16L, 18L, 20L), dir.listSnapshots().toString)
   }
 
+  test("a cleanup deletes at most maxVersionsToDeletePerMaintenance versions, oldest first") {
+    val p = provider(extra = snapshotEveryVersion +
+      (RockstateConf.MaxVersionsToDeletePerMaintenance -> "2"))
+    (1 to 10).foreach { v =>
+      commitVersions(p, v to v)((_, s) => s.put(key("k", v), value(v)))
+      assert(p.db.awaitUploads(60000))
+    }
+    val dir = remote()
+    assert(dir.listVersions() == (1L to 10L))
+    p.doCleanupMaintenance()
+    assert(dir.listVersions() == (3L to 10L))
+    p.doCleanupMaintenance()
+    assert(dir.listVersions() == (5L to 10L))
+    p.doCleanupMaintenance()
+    p.doCleanupMaintenance()
+    assert(dir.listVersions() == (8L to 10L)) // the 3 retained, and never fewer
+    p.doCleanupMaintenance()
+    assert(dir.listVersions() == (8L to 10L))
+    (8 to 10).foreach(v => assert(contents(provider(executor = 1).getReadStore(v)).size == v))
+    assert(StoreAudit.audit(dir, dir.listVersions(), p.conf).ok)
+  }
+
   test("an audit is redone when maintenance expires a version while it reads") {
     // A stopped query's executors still run maintenance: an audit listing version 1 can find
     // its file gone when it opens it. The audit reads through rsfault://, which pauses its
@@ -670,5 +692,8 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     val e = intercept[IllegalArgumentException](
       provider(extra = Map(RockstateConf.BlockCacheSizeMB -> "lots")))
     assert(e.getMessage.contains(RockstateConf.BlockCacheSizeMB))
+    val cap = intercept[IllegalArgumentException](
+      provider(extra = Map(RockstateConf.MaxVersionsToDeletePerMaintenance -> "0")))
+    assert(cap.getMessage.contains(RockstateConf.MaxVersionsToDeletePerMaintenance))
   }
 }
