@@ -1,0 +1,83 @@
+package io.rockstate.storage
+
+import java.io.File
+import java.lang.management.ManagementFactory
+import java.nio.file.{Files, Paths}
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.commons.io.FileUtils
+
+/**
+ * The native memory `--stores` RocksDB stores hold in one executor JVM, as rockstate opens them
+ * (the shared block cache, memtables charged to it through the write buffer manager), against
+ * the bound that cache sets. Each store gets `--keys` keys of 100 bytes, flushed to one SST and
+ * read back (so its index and filter blocks are loaded), then a few more keys left in its
+ * memtable, as an idle store between batches holds. Prints, after opening, after writing,
+ * after reading and after closing every store: the process's resident set and the JVM heap (after a GC), the shared cache's
+ * usage, the native memory outside the heap and outside the cache per store, and open files.
+ * A benchmark, never a test:
+ *
+ *   dev/sbt "shim/Test/runMain io.rockstate.storage.StoreMemoryBench --stores 1000"
+ */
+object StoreMemoryBench {
+
+  def main(args: Array[String]): Unit = {
+    val opts = args.grouped(2).collect { case Array(k, v) => k.stripPrefix("--") -> v }.toMap
+    val stores = opts.getOrElse("stores", "1000").toInt
+    val keys = opts.getOrElse("keys", "1000").toInt
+    val dir = Files.createTempDirectory("rockstate-memory-bench").toFile
+    try run(dir, stores, keys) finally FileUtils.deleteDirectory(dir)
+  }
+
+  private def run(dir: File, stores: Int, keys: Int): Unit = {
+    val conf = RockstateConf.from(Map.empty, 2)
+    val memory = ExecutorMemory.get(conf)
+    val before = Sample.take()
+    val dbs = (0 until stores).map { i =>
+      new LocalRocksDB(Files.createDirectories(new File(dir, s"store-$i").toPath).toFile, conf)
+    }
+    try {
+      report("opened", stores, before, Sample.take(), memory)
+      dbs.foreach { db =>
+        (0 until keys).foreach(k => db.put(f"key$k%08d".getBytes, Array.fill[Byte](100)(1)))
+        db.flushIfAbove(0)
+      }
+      dbs.foreach { db =>
+        while (db.sstBytes == 0) Thread.sleep(1)
+        (0 until 20).foreach(k => db.put(f"idle$k%08d".getBytes, Array.fill[Byte](100)(2)))
+      }
+      report("written", stores, before, Sample.take(), memory)
+      dbs.foreach(db => (0 until keys by 10).foreach(k => db.get(f"key$k%08d".getBytes)))
+      report("read", stores, before, Sample.take(), memory)
+    } finally dbs.foreach(_.close())
+    report("closed", stores, before, Sample.take(), memory)
+  }
+
+  private def report(stage: String, stores: Int, before: Sample, now: Sample,
+      memory: ExecutorMemory.Shared): Unit = {
+    val mb = 1024.0 * 1024
+    val native = (now.rss - before.rss) - (now.heapCommitted - before.heapCommitted)
+    val cache = memory.cache.getUsage
+    val outside = native - cache
+    println(f"$stage%-8s stores=$stores rss=+${(now.rss - before.rss) / mb}%.1f MB " +
+      f"heap(committed)=+${(now.heapCommitted - before.heapCommitted) / mb}%.1f MB " +
+      f"native=${native / mb}%.1f MB cache=${cache / mb}%.1f MB " +
+      f"(bound ${memory.blockCacheBytes / mb}%.0f MB) outside the cache=${outside / mb}%.1f MB " +
+      f"(${outside / 1024.0 / stores}%.1f KB a store) native/bound=" +
+      f"${native.toDouble / memory.blockCacheBytes}%.2f open files=+${now.fds - before.fds}")
+  }
+
+  /** The process's resident set, committed heap after a GC, and open file descriptors. */
+  private final case class Sample(rss: Long, heapCommitted: Long, fds: Int)
+
+  private object Sample {
+    def take(): Sample = {
+      System.gc()
+      val heap = ManagementFactory.getMemoryMXBean.getHeapMemoryUsage.getCommitted
+      val rssKb = Files.readAllLines(Paths.get("/proc/self/status")).asScala
+        .find(_.startsWith("VmRSS:")).map(_.split("\\s+")(1).toLong).getOrElse(0L)
+      Sample(rssKb * 1024, heap, new File("/proc/self/fd").list().length)
+    }
+  }
+}
