@@ -42,6 +42,10 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
     .setMergeOperator(mergeOperator)
     .setCompressionType(compressionType(conf.compression))
     .setAvoidFlushDuringShutdown(true)
+    // A store's table cache holds its own few SSTs' readers, used by one task at a time: one
+    // shard, not RocksDB's 64, is 20 KB less native memory for every store an executor holds
+    // (StoreMemoryBench: 164 -> 145 KB a store opened).
+    .setTableCacheNumshardbits(0)
     .setInfoLogLevel(InfoLogLevel.WARN_LEVEL)
     .setLogger(RocksDBLog.logger)
 
