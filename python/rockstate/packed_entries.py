@@ -55,17 +55,31 @@ def _without_first_bytes(items: pa.Array, count: int) -> pa.Array:
     n = len(items)
     if n == 0 or count == 0:
         return items
-    _, offsets_buf, data_buf = items.buffers()
-    offsets = np.frombuffer(offsets_buf, dtype=np.int64, count=n + 1, offset=items.offset * 8)
-    first = int(offsets[0])  # a slice's rows may start past the buffer's first byte
-    offsets = offsets - first
-    data = np.frombuffer(data_buf, dtype=np.uint8, count=int(offsets[-1]), offset=first)
+    offsets, data = spans(items)
     keep = np.ones(len(data), dtype=bool)
     for i in range(count):
         keep[offsets[:-1] + i] = False
     shorter = offsets - count * np.arange(n + 1)
     return pa.Array.from_buffers(BINARY, n, [None, pa.py_buffer(shorter),
                                              pa.py_buffer(data[keep])])
+
+
+def spans(items: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """A binary array's ``len + 1`` offsets (from 0) and the bytes they point into, read in
+    place. A slice starts ``offset`` rows into its offsets, and its first row may start past
+    its data buffer's first byte: both are taken off."""
+    items = items.cast(BINARY)
+    if len(items) == 0:
+        return np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.uint8)
+    _, offsets_buf, data_buf = items.buffers()
+    offsets = np.frombuffer(offsets_buf, dtype=np.int64, count=len(items) + 1,
+                            offset=items.offset * 8)
+    first = int(offsets[0])
+    offsets = offsets - first
+    total = int(offsets[-1])
+    data = (np.frombuffer(data_buf, dtype=np.uint8, count=total, offset=first) if total
+            else np.empty(0, dtype=np.uint8))
+    return offsets, data
 
 
 def as_binary(items: Rows) -> pa.Array:
@@ -87,12 +101,8 @@ class SortedKeys(Sequence[bytes]):
     key is made only when a search probes it, never a list of them all."""
 
     def __init__(self, keys: pa.Array) -> None:
-        keys = keys.cast(BINARY)
-        _, offsets, data = keys.buffers()
-        self._offsets = (np.frombuffer(offsets, dtype=np.int64, count=len(keys) + 1,
-                                       offset=keys.offset * 8) if len(keys)
-                         else np.zeros(1, dtype=np.int64))
-        self._data = memoryview(data) if data is not None else memoryview(b"")
+        self._offsets, data = spans(keys)
+        self._data = memoryview(data)
 
     def __len__(self) -> int:
         return len(self._offsets) - 1
