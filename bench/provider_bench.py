@@ -65,6 +65,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 PROVIDERS = {
     "rockstate": ("io.rockstate.state.RockstateStateStoreProvider", {}),
+    # With per-row checksums (every value sealed, every read checked): their cost.
+    "rockstate-checksums": ("io.rockstate.state.RockstateStateStoreProvider",
+                            {"spark.sql.streaming.stateStore.rowChecksum.enabled": "true"}),
     "spark-rocksdb": (
         "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
         {"spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "false"},
@@ -444,6 +447,11 @@ def main() -> int:
                 continue
             ratios = "  ".join(f"{c}={mine[c] / r[c]:.2f}" if r[c] else f"{c}=n/a" for c in cols)
             print(f"rockstate / {name}: {ratios}")
+        if "rockstate-checksums" in results:
+            r = results["rockstate-checksums"]
+            ratios = "  ".join(f"{c}={r[c] / mine[c]:.2f}" if mine[c] else f"{c}=n/a"
+                               for c in cols)
+            print(f"rockstate-checksums / rockstate (the cost of row checksums): {ratios}")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     if not args.workdir_given:  # a workdir given is kept, to look at the files

@@ -16,6 +16,9 @@ each in a fresh process (peak resident set, ``VmHWM``): export streams each stor
 past what its changelogs changed and writes 65,536 rows at a time, so its peak stays flat
 however large a partition is (``--partitions 1`` puts the whole state in one).
 
+``--row-checksums`` writes rockstate's checkpoint with per-row checksums, which every read
+then checks (Spark's reader through rockstate's provider, and the offline reader).
+
 ``--provider spark`` writes the checkpoint with Spark's own RocksDB provider instead
 (changelog checkpointing: the version read is a snapshot zip plus a changelog), which the
 offline reader reads too.
@@ -51,6 +54,8 @@ def main() -> int:
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--keep", action="store_true", help="keep the checkpoint, print where")
+    parser.add_argument("--row-checksums", action="store_true",
+                        help="rockstate's checkpoint with row checksums (every row checked)")
     parser.add_argument("--provider", choices=("rockstate", "spark"), default="rockstate",
                         help="which provider writes the checkpoint")
     args = parser.parse_args()
@@ -66,6 +71,8 @@ def main() -> int:
                .config("spark.ui.enabled", "false").config("spark.driver.memory", "3g")
                .config("spark.ui.showConsoleProgress", "false"))
     if args.provider == "rockstate":
+        if args.row_checksums:
+            builder = builder.config("spark.sql.streaming.stateStore.rowChecksum.enabled", "true")
         spark = rockstate.configure(builder, snapshotInterval=1).getOrCreate()
     else:
         spark = (builder.config("spark.sql.streaming.stateStore.providerClass",

@@ -98,6 +98,11 @@ def checkpoints(sessions, tmp_path_factory) -> dict[str, Path]:
                          name=name, schema=SCHEMA,
                          output_mode="update" if name == "agg" else "append")
         out[name] = run.checkpoint
+    # The aggregation with row checksums (format 4): every reader checks and opens its values.
+    out["agg-checksums"] = run_stream(
+        spark, rockstate.PROVIDER_CLASS, _aggregate_with_struct_key, _batches(5), workdir=work,
+        name="agg-checksums", schema=SCHEMA,
+        confs={"spark.sql.streaming.stateStore.rowChecksum.enabled": "true"}).checkpoint
     spark.sparkContext._jvm.io.rockstate.storage.SnapshotUploader.awaitIdle(60000)
     # The same aggregation on Spark's own RocksDB provider (a zip and shared SSTs a version).
     out["spark-agg"] = run_stream(
@@ -114,7 +119,8 @@ def checkpoints(sessions, tmp_path_factory) -> dict[str, Path]:
     return out
 
 
-@pytest.mark.parametrize("name", ["agg", "dedup", "spark-agg", "spark-agg-changelog"])
+@pytest.mark.parametrize("name", ["agg", "dedup", "agg-checksums", "spark-agg",
+                                  "spark-agg-changelog"])
 @pytest.mark.parametrize("version", [None, 3])
 def test_read_state_matches_spark_state_reader(spark, checkpoints, name: str, version):
     checkpoint = checkpoints[name]
@@ -133,7 +139,7 @@ def _spark_changes(spark, checkpoint: Path, first: int, last: int) -> list:
                            r["partition_id"])) for r in df.collect())
 
 
-@pytest.mark.parametrize("name", ["agg", "dedup"])
+@pytest.mark.parametrize("name", ["agg", "dedup", "agg-checksums"])
 def test_read_changes_matches_spark_change_feed(spark, checkpoints, name: str):
     # Spark's own change feed over the same checkpoint (rockstate's provider serves it), and,
     # for the aggregation, over the same query's checkpoint on Spark's RocksDB provider.
@@ -249,7 +255,7 @@ def test_a_damaged_snapshot_file_is_an_error_not_empty_state(checkpoints, tmp_pa
         rockstate.read_state(str(copy))
 
 
-@pytest.mark.parametrize("name", ["agg", "spark-agg", "spark-agg-changelog"])
+@pytest.mark.parametrize("name", ["agg", "agg-checksums", "spark-agg", "spark-agg-changelog"])
 def test_export_writes_one_dataset_per_operator_partitioned_by_partition(
         checkpoints, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str):
     from rockstate import read, spark_rocksdb
@@ -451,6 +457,18 @@ def test_a_truncated_spark_changelog_is_an_error(checkpoints, tmp_path: Path):
     (changelog.parent / ".5.changelog.crc").unlink(missing_ok=True)
     with pytest.raises(rockstate.CorruptCheckpointError, match=r"5\.changelog"):
         rockstate.read_state(str(copy), version=5)
+
+
+@pytest.mark.skipif(tuple(int(p) for p in pyspark.__version__.split(".")[:2]) < (4, 2),
+                    reason="Spark's row checksums (SPARK-54106) are in 4.2+")
+def test_spark_providers_row_checksums_are_refused_not_misread(spark, workdir: Path):
+    """Spark's own provider with row checksums puts a header before each value; its offset
+    log records the setting, and the offline reader refuses the checkpoint."""
+    run = run_stream(spark, SPARK_ROCKSDB, _aggregate_with_struct_key, _batches(2),
+                     workdir=workdir, name="spark-checksums", schema=SCHEMA,
+                     confs={"spark.sql.streaming.stateStore.rowChecksum.enabled": "true"})
+    with pytest.raises(rockstate.RockstateError, match="row checksums"):
+        rockstate.read_state(str(run.checkpoint))
 
 
 def test_a_format_1_version_reads_its_listed_snapshot_not_empty_state(spark, checkpoints,

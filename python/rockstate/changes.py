@@ -18,6 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from rockstate import row_checksum
 from rockstate.errors import RockstateError
 from rockstate.format import VersionManifest, changelog_records, changes_of, parse_version_file
 from rockstate.location import DEFAULT_STORE, CheckpointLocation, StoreRef, open_location
@@ -110,4 +111,10 @@ def _changes(loc: CheckpointLocation, store: StoreRef, version: int
             raise RockstateError(f"{where} holds a {op} record, which only stores with column "
                                  "families write; the checkpoint does not match its operator.")
         out.append((kind, key, value))
+    if manifest.row_checksums:  # each put's value is checked and opened
+        puts = [i for i, (_, _, v) in enumerate(out) if v is not None]
+        opened = row_checksum.open_lists([out[i][1] for i in puts], [out[i][2] for i in puts],
+                                         f"version {version} of {store}")
+        for i, v in zip(puts, opened, strict=True):
+            out[i] = (out[i][0], out[i][1], v)
     return out

@@ -16,7 +16,7 @@ from rockstate import decompress
 from rockstate.checkpoint_path import file_name, relative_path
 from rockstate.errors import CorruptCheckpointError
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 CHANGELOG_MAGIC = b"RSCL"
 VERSION_MAGIC = b"RSVF"
 VERSION_END = b"RSVE"
@@ -68,6 +68,8 @@ class VersionManifest:
     changelogs: tuple[ChangelogRef, ...]
     commit: dict
     files: tuple[StateFile, ...]  # format 1 only: the full snapshot
+    # Format 4: every value carries its row checksum (``rockstate.row_checksum``).
+    row_checksums: bool = False
 
     def references(self) -> list[str]:
         """Every checkpoint path this version needs directly (snapshot manifest, changelogs)."""
@@ -154,6 +156,9 @@ def parse_version_manifest(data: bytes, where: str) -> VersionManifest:
     doc = load_document(data, where)
     if doc["formatVersion"] >= 3 and not isinstance(doc.get("commit"), dict):
         raise CorruptCheckpointError(f"manifest {where} has no commit; it is corrupt.")
+    # Format 4 says whether values carry checksums: without the flag they would read wrong.
+    if doc["formatVersion"] >= 4 and not isinstance(doc.get("rowChecksums"), bool):
+        raise CorruptCheckpointError(f"manifest {where} has no rowChecksums flag; it is corrupt.")
     try:
         snapshot = doc.get("snapshot")
         return VersionManifest(
@@ -174,6 +179,7 @@ def parse_version_manifest(data: bytes, where: str) -> VersionManifest:
                 for i, c in enumerate(doc.get("changelogs") or [])),
             commit=doc.get("commit") or {},
             files=_files(doc["files"], where) if doc["formatVersion"] == 1 else (),
+            row_checksums=doc.get("rowChecksums") is True,
         )
     except (KeyError, TypeError, ValueError) as e:
         raise CorruptCheckpointError(

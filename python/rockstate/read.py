@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from rockstate import offsets, packed_entries, spark_rocksdb
+from rockstate import offsets, packed_entries, row_checksum, spark_rocksdb
 from rockstate.changelog_overlay import ChangelogOverlay
 from rockstate.checkpoint_path import file_name, local_within
 from rockstate.errors import CorruptCheckpointError, RockstateError
@@ -47,6 +47,7 @@ from rockstate.state_schema import family_schemas, v2_schemas
 from rockstate.unsaferow import decode_rows
 
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+SPARK_ROW_CHECKSUMS = "spark.sql.streaming.stateStore.rowChecksum.enabled"
 # Spark's state encoders put one version byte before every key and value's UnsafeRow.
 ENCODING_VERSION_BYTES = 1
 # Rows export decodes and writes at a time: its memory, whatever the state's size.
@@ -80,6 +81,20 @@ def _refuse_missing_partitions(loc: CheckpointLocation, operator: int, version: 
             f"operator {operator} ran batch {version - 1} on {count} partitions, but the "
             f"state of partitions {missing} is missing from {loc.url}; the checkpoint is "
             "damaged (restore the folders from a backup).")
+
+
+def _refuse_spark_row_checksums(loc: CheckpointLocation) -> None:
+    """Spark's own provider (4.2+) with ``rowChecksum.enabled`` puts a checksum header before
+    each value, recorded in the offset log: refuse it rather than decode the header as a row."""
+    try:
+        confs = offsets.recorded_confs(loc)
+    except (RockstateError, FileNotFoundError):
+        return
+    if confs.get(SPARK_ROW_CHECKSUMS, "false").strip().lower() == "true":
+        raise RockstateError(
+            f"{loc.url} was written by Spark's RocksDB provider with row checksums "
+            f"({SPARK_ROW_CHECKSUMS}=true); rockstate's offline reader does not read that "
+            "layout. Read it with Spark's statestore source.")
 
 
 def _stage_files(loc: CheckpointLocation, store: StoreRef, files: tuple[StateFile, ...],
@@ -137,9 +152,9 @@ def _checked_manifest(loc: CheckpointLocation, store: StoreRef, version: int,
 
 def store_entries(loc: CheckpointLocation, store: StoreRef, version: int,
                   family: str | None = None) -> dict[bytes, bytes]:
-    """Every key and value of one store at ``version``, as RocksDB holds them. A store with
-    column families (transformWithState) is read one ``family`` at a time, its keys without
-    the family's id."""
+    """Every key and value of one store at ``version``, as Spark's encoders wrote them (in a
+    store with row checksums each value is checked and opened). A store with column families
+    (transformWithState) is read one ``family`` at a time, its keys without the family's id."""
     keys, values = store_entry_arrays(loc, store, version, family)
     return dict(zip(keys.to_pylist(), values.to_pylist(), strict=True))
 
@@ -156,9 +171,17 @@ def store_entry_arrays(loc: CheckpointLocation, store: StoreRef, version: int,
     with _staged_snapshot(loc, store, version, m) as items:
         keys, values = packed_entries.pack(items)
     keys, values = overlay.apply_to_arrays(keys, values)
-    if family is None:
-        return keys, values
-    return packed_entries.with_prefix(keys, values, family_prefix(m.column_families[family]))
+    if family is not None:
+        keys, values = packed_entries.with_prefix(keys, values,
+                                                  family_prefix(m.column_families[family]))
+    if m.row_checksums:
+        values = row_checksum.open_values(keys, values, _rows_of(store, version, family))
+    return keys, values
+
+
+def _rows_of(store: StoreRef, version: int, family: str | None) -> str:
+    """What a damaged row's error names."""
+    return f"version {version} of {store}" + (f", state variable {family!r}" if family else "")
 
 
 def store_entry_chunks(loc: CheckpointLocation, store: StoreRef, version: int,
@@ -174,7 +197,10 @@ def store_entry_chunks(loc: CheckpointLocation, store: StoreRef, version: int,
     overlay = _overlay(loc, store, version, m)
     prefix = b"" if family is None else family_prefix(m.column_families[family])
     with _staged_snapshot(loc, store, version, m) as items:
-        yield from overlay.chunks(items, prefix, rows)
+        for keys, values in overlay.chunks(items, prefix, rows):
+            if m.row_checksums:
+                values = row_checksum.open_lists(keys, values, _rows_of(store, version, family))
+            yield keys, values
 
 
 @contextmanager
@@ -277,6 +303,8 @@ def plan_read(loc: CheckpointLocation, operator: int = 0, version: int | None = 
                                       loc, path, v, state_var, EXPORT_CHUNK_ROWS))
                    for p, path in sorted(spark_rocksdb.partitions(loc, operator, store).items())
                    if partitions is None or p in partitions]
+        if sources:
+            _refuse_spark_row_checksums(loc)
     if not sources:
         raise RockstateError(f"no rockstate store {store!r} of operator {operator} in "
                              f"{loc.url} (operators: {loc.operators()})")

@@ -15,10 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from rockstate import row_checksum
 from rockstate.checkpoint_model import parse_checkpoint_metadata
 from rockstate.errors import CorruptCheckpointError
 from rockstate.format import SnapshotManifest, changelog_records, changes_of
 from rockstate.location import CheckpointLocation, StoreRef, VersionEntry, open_location
+from rockstate.read import family_prefix
 from rockstate.savepoint import check_savepoint, is_savepoint, read_savepoint
 
 
@@ -160,6 +162,8 @@ def _check_store(loc: CheckpointLocation, store: StoreRef, report: VerifyReport,
     # path -> (size, crc32, kind, versions needing it)
     needed: dict[str, tuple[int, int, str, set[int]]] = {}
     snapshots: dict[str, set[int]] = {p: set() for p in snapshot_paths}
+    # Changelogs of stores with row checksums -> how many bytes of each key are its family id.
+    checksummed: dict[str, int] = {}
 
     def need(path: str, size: int, crc: int, kind: str, version: int | None) -> None:
         entry = needed.setdefault(path, (size, crc, kind, set()))
@@ -183,6 +187,8 @@ def _check_store(loc: CheckpointLocation, store: StoreRef, report: VerifyReport,
             need(f.path, f.size, f.crc32, f.kind, v)
         for c in m.changelogs:
             need(c.path, c.size, c.crc32, "changelog", v)
+            if m.row_checksums:
+                checksummed[c.path] = len(family_prefix(0)) if m.use_column_families else 0
         if m.snapshot:
             snapshots.setdefault(m.snapshot.path, set()).add(v)
     manifests: dict[str, SnapshotManifest] = {}
@@ -199,7 +205,7 @@ def _check_store(loc: CheckpointLocation, store: StoreRef, report: VerifyReport,
             needed[f.path][3].update(versions)
     damaged = set()
     for path, (size, crc, kind, versions) in sorted(needed.items()):
-        problem = _check_file(loc, store, path, size, crc, kind)
+        problem = _check_file(loc, store, path, size, crc, kind, checksummed.get(path))
         report.files_checked += 1
         report.bytes_checked += size
         if problem:
@@ -234,7 +240,10 @@ def _open_snapshot(loc: CheckpointLocation, store: StoreRef, s: SnapshotManifest
 
 
 def _check_file(loc: CheckpointLocation, store: StoreRef, path: str, size: int, crc: int,
-                kind: str) -> str | None:
+                kind: str, row_checksums_from: int | None = None) -> str | None:
+    """What is wrong with a file, or None. A changelog is parsed record by record; with
+    ``row_checksums_from`` (its store's values carry row checksums; the key bytes before it are
+    a family id) every value it writes is checked against its checksum."""
     try:
         data = loc.read(store, path, "verify")
     except CorruptCheckpointError:
@@ -246,8 +255,12 @@ def _check_file(loc: CheckpointLocation, store: StoreRef, path: str, size: int, 
         return f"CRC32 {found}, the manifest says {crc} (damaged)"
     try:
         if kind == "changelog":
-            for _ in changelog_records(changes_of(data, path, path), path):
-                pass
+            written = [(key, value) for op, key, value in
+                       changelog_records(changes_of(data, path, path), path)
+                       if op in ("put", "merge")]
+            if row_checksums_from is not None and written:
+                row_checksum.open_lists([k[row_checksums_from:] for k, _ in written],
+                                        [v for _, v in written], path)
     except CorruptCheckpointError as e:
         return str(e)
     return None

@@ -4,16 +4,20 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state.{RangeKeyScanStateEncoderSpec, RocksDBKeyStateEncoder, RocksDBValueStateEncoder, UnsafeRowDataEncoder}
 
 import io.rockstate.spark.line.SparkLine
-import io.rockstate.storage.LocalRocksDB
 
 /**
  * Turns one column family's rows into RocksDB bytes and back. Rows are encoded by Spark's own
  * encoders (the same byte layout as Spark's RocksDB provider, including the order-preserving
  * range-scan encoding); a store with column families puts a 2-byte family id in front, so
  * every family is one contiguous key range of a single RocksDB instance.
+ *
+ * In a store with row checksums every value is sealed with the checksum of its key and value
+ * (`RowChecks`), and opened, checked as the store's sampler says, on every read. Value methods
+ * therefore take the key: as stored (with the family id), or its `body` (without, as the
+ * change feed gives it).
  */
 final class ColumnFamilyCodec(val name: String, val id: Int, useColumnFamilies: Boolean,
-    val spec: ColumnFamilySpec) {
+    val spec: ColumnFamilySpec, checks: RowChecks) {
 
   val prefix: Array[Byte] =
     if (useColumnFamilies) ColumnFamilyCodec.prefixOf(id) else Array.emptyByteArray
@@ -43,23 +47,33 @@ final class ColumnFamilyCodec(val name: String, val id: Int, useColumnFamilies: 
   /** A key without its family id (as `SparkStateStore.storedRows` returns it). */
   def decodeStoredKey(body: Array[Byte]): UnsafeRow = keyEncoder.decodeKey(body)
 
-  def encodeValue(value: UnsafeRow): Array[Byte] = valueEncoder.encodeValue(value)
+  /** Whether values are sealed with row checksums. */
+  def checksummed: Boolean = checks.checksummed
+
+  def encodeValue(key: Array[Byte], value: UnsafeRow): Array[Byte] =
+    checks.seal(key, prefix.length, valueEncoder.encodeValue(value))
 
   /** Several values as one merged RocksDB value, the layout the merge operator produces. */
-  def encodeValues(values: Array[UnsafeRow]): Array[Byte] = {
-    val parts = values.map(valueEncoder.encodeValue)
-    val out = new java.io.ByteArrayOutputStream(parts.map(_.length + 1).sum)
-    parts.zipWithIndex.foreach { case (p, i) =>
-      if (i > 0) out.write(LocalRocksDB.Delimiter.toInt)
-      out.write(p)
-    }
-    out.toByteArray
-  }
+  def encodeValues(key: Array[Byte], values: Array[UnsafeRow]): Array[Byte] =
+    checks.sealAll(key, prefix.length, values.toSeq.map(valueEncoder.encodeValue))
 
-  def decodeValue(bytes: Array[Byte]): UnsafeRow = valueEncoder.decodeValue(bytes)
+  def decodeValue(key: Array[Byte], stored: Array[Byte]): UnsafeRow =
+    if (stored == null) null else valueEncoder.decodeValue(open(key, prefix.length, stored))
 
-  def decodeValues(bytes: Array[Byte]): Iterator[UnsafeRow] =
-    if (bytes == null) Iterator.empty else valueEncoder.decodeValues(bytes)
+  def decodeValues(key: Array[Byte], stored: Array[Byte]): Iterator[UnsafeRow] =
+    if (stored == null) Iterator.empty
+    else valueEncoder.decodeValues(open(key, prefix.length, stored))
+
+  /** `decodeValue` of a value whose key is given without its family id. */
+  def decodeBodyValue(body: Array[Byte], stored: Array[Byte]): UnsafeRow =
+    if (stored == null) null else valueEncoder.decodeValue(open(body, 0, stored))
+
+  /** `decodeValues` of a value whose key is given without its family id. */
+  def decodeBodyValues(body: Array[Byte], stored: Array[Byte]): Iterator[UnsafeRow] =
+    if (stored == null) Iterator.empty else valueEncoder.decodeValues(open(body, 0, stored))
+
+  private def open(key: Array[Byte], keyFrom: Int, stored: Array[Byte]): Array[Byte] =
+    checks.open(key, keyFrom, stored, s"column family '$name'")
 
   private def withPrefix(body: Array[Byte]): Array[Byte] =
     if (prefix.isEmpty) body

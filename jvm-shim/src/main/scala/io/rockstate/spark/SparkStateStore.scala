@@ -94,16 +94,21 @@ abstract class SparkStateStore(
 
   // ---- rows as stored: a rewrite moves them between partitions of one operator unchanged ----
 
-  /** Every row of a family as RocksDB holds it, its key without the family id. */
+  /**
+   * Every row of a family as Spark's encoders wrote it, its key without the family id (a row
+   * checksum is checked and taken off: the store a rewrite puts the row in seals its own).
+   */
   def storedRows(colFamilyName: String): StateStoreIterator[(Array[Byte], Array[Byte])] = {
     val familyId = vdb.columnFamilyIds.getOrElse(colFamilyName,
       throw new IllegalArgumentException(
         s"rockstate: column family '$colFamilyName' does not exist in $id at version $version"))
     val prefix = ColumnFamilyCodec.prefixOf(familyId)
+    val checks = provider.rowChecks
     val raw = vdb.rocksDB.scan(prefix, Some(ColumnFamilyCodec.prefixOf(familyId + 1)))
     Option(TaskContext.get()).foreach(_.addTaskCompletionListener[Unit](_ => raw.close()))
     new StateStoreIterator(raw.map { case (k, v) =>
-      (java.util.Arrays.copyOfRange(k, prefix.length, k.length), v)
+      val body = java.util.Arrays.copyOfRange(k, prefix.length, k.length)
+      (body, checks.open(body, 0, v, s"column family '$colFamilyName'"))
     }, () => raw.close())
   }
 
@@ -115,7 +120,7 @@ abstract class SparkStateStore(
     val k = new Array[Byte](prefix.length + key.length)
     System.arraycopy(prefix, 0, k, 0, prefix.length)
     System.arraycopy(key, 0, k, prefix.length, key.length)
-    write(k, value, merge = false)
+    write(k, provider.rowChecks.seal(key, 0, value), merge = false)
   }
 
   /** Creates a family without a schema (a rewrite recreates every family a store had). */
@@ -130,12 +135,16 @@ abstract class SparkStateStore(
   override def get(key: UnsafeRow, colFamilyName: String): UnsafeRow = {
     require(key != null, "rockstate: key cannot be null")
     val c = provider.codec(colFamilyName, "get")
-    c.decodeValue(vdb.rocksDB.get(c.encodeKey(key)))
+    val k = c.encodeKey(key)
+    c.decodeValue(k, vdb.rocksDB.get(k))
   }
 
   def getMany(keys: Array[UnsafeRow], colFamilyName: String): Iterator[UnsafeRow] = {
     val c = provider.codec(colFamilyName, "multiGet")
-    vdb.rocksDB.multiGet(keys.toSeq.map(c.encodeKey)).iterator.map(c.decodeValue)
+    val encoded = keys.toSeq.map(c.encodeKey)
+    encoded.iterator.zip(vdb.rocksDB.multiGet(encoded).iterator).map { case (k, v) =>
+      c.decodeValue(k, v)
+    }
   }
 
   def contains(key: UnsafeRow, colFamilyName: String): Boolean = {
@@ -147,7 +156,8 @@ abstract class SparkStateStore(
   override def valuesIterator(key: UnsafeRow, colFamilyName: String): Iterator[UnsafeRow] = {
     require(key != null, "rockstate: key cannot be null")
     val c = multiValued(colFamilyName, "valuesIterator")
-    c.decodeValues(vdb.rocksDB.get(c.encodeKey(key)))
+    val k = c.encodeKey(key)
+    c.decodeValues(k, vdb.rocksDB.get(k))
   }
 
   override def iterator(colFamilyName: String): StateStoreIterator[UnsafeRowPair] = {
@@ -183,7 +193,8 @@ abstract class SparkStateStore(
     require(key != null, "rockstate: key cannot be null")
     require(value != null, "rockstate: Cannot put a null value")
     val c = provider.codec(colFamilyName, "put")
-    write(c.encodeKey(key), c.encodeValue(value), merge = false)
+    val k = c.encodeKey(key)
+    write(k, c.encodeValue(k, value), merge = false)
   }
 
   def putList(key: UnsafeRow, values: Array[UnsafeRow], colFamilyName: String): Unit =
@@ -194,7 +205,8 @@ abstract class SparkStateStore(
     require(key != null, "rockstate: key cannot be null")
     require(value != null, "rockstate: Cannot merge a null value")
     val c = multiValued(colFamilyName, "merge")
-    write(c.encodeKey(key), c.encodeValue(value), merge = true)
+    val k = c.encodeKey(key)
+    write(k, c.encodeValue(k, value), merge = true)
   }
 
   def mergeList(key: UnsafeRow, values: Array[UnsafeRow], colFamilyName: String): Unit =
@@ -299,7 +311,8 @@ abstract class SparkStateStore(
     require(values != null && values.nonEmpty && !values.contains(null),
       s"rockstate: $op needs a non-empty list without nulls")
     val c = multiValued(family, op)
-    write(c.encodeKey(key), c.encodeValues(values), merge)
+    val k = c.encodeKey(key)
+    write(k, c.encodeValues(k, values), merge)
   }
 
   private def codecFor(family: String, op: String, multi: Boolean): ColumnFamilyCodec =
@@ -366,11 +379,11 @@ abstract class SparkStateStore(
     val rows: Iterator[UnsafeRowPair] =
       if (multi) raw.flatMap { case (k, v) =>
         val key = c.decodeKey(k)
-        c.decodeValues(v).map(value => new UnsafeRowPair(key, value))
+        c.decodeValues(k, v).map(value => new UnsafeRowPair(key, value))
       }
       else {
         val pair = new UnsafeRowPair()
-        raw.map { case (k, v) => pair.withRows(c.decodeKey(k), c.decodeValue(v)) }
+        raw.map { case (k, v) => pair.withRows(c.decodeKey(k), c.decodeValue(k, v)) }
       }
     new StateStoreIterator(rows, () => raw.close())
   }

@@ -136,14 +136,17 @@ abstract class SparkStateStoreProvider extends StateStoreProvider with Logging {
     // variable's schemas: they are the family's when nothing registered it on this executor.
     versioned.changes(startVersion, endVersion, endCheckpointId).filter(_.family == name)
       .flatMap { r =>
-        val c = codecFor(name, r.familyId, "reading the change feed", Some(setup.defaultFamily))
+        val c = codecFor(name, r.familyId, "reading the change feed", Some(setup.defaultFamily),
+          r.rowChecksums)
         val batch = r.version - 1
         r.op match {
           case Changelog.Put =>
-            Iterator.single(ChangeRow(r.op, c.decodeStoredKey(r.key), c.decodeValue(r.value), batch))
+            Iterator.single(ChangeRow(r.op, c.decodeStoredKey(r.key),
+              c.decodeBodyValue(r.key, r.value), batch))
           case Changelog.Merge =>
             // A merge appends one or more values to a key's list: one change per value.
-            c.decodeValues(r.value).map(v => ChangeRow(r.op, c.decodeStoredKey(r.key), v, batch))
+            c.decodeBodyValues(r.key, r.value)
+              .map(v => ChangeRow(r.op, c.decodeStoredKey(r.key), v, batch))
           case Changelog.Delete =>
             Iterator.single(ChangeRow(r.op, c.decodeStoredKey(r.key), null, batch))
           case Changelog.DeleteRange if r.value == null =>
@@ -316,20 +319,34 @@ abstract class SparkStateStoreProvider extends StateStoreProvider with Logging {
    * schema registered for it, else by `fallback`.
    */
   private def codecFor(name: String, id: Int, op: String,
-      fallback: Option[ColumnFamilySpec] = None): ColumnFamilyCodec = {
+      fallback: Option[ColumnFamilySpec] = None,
+      checksums: Boolean = versioned.rowChecksums): ColumnFamilyCodec = {
     val spec = Option(declared.get(name)).orElse(fallback).getOrElse(
       throw new IllegalArgumentException(
         s"rockstate: column family '$name' of ${setup.id} has no schema registered on this " +
           "executor; register it (createColFamilyIfAbsent or registerColFamily) before use."))
     // Hot path: the declared spec is almost always the very object cached (eq is cheap).
     val cached = codecCache.get((name, id))
-    if (cached != null && ((cached.spec eq spec) || cached.spec == spec)) cached
+    if (cached != null && ((cached.spec eq spec) || cached.spec == spec) &&
+      cached.checksummed == checksums) cached
     else {
-      val c = new ColumnFamilyCodec(name, id, setup.useColumnFamilies, spec)
+      val c = new ColumnFamilyCodec(name, id, setup.useColumnFamilies, spec,
+        rowChecksOf(checksums))
       codecCache.put((name, id), c)
       c
     }
   }
+
+  /** How the loaded version's values are sealed and opened (`RowChecks`). */
+  private[spark] def rowChecks: RowChecks = rowChecksOf(versioned.rowChecksums)
+
+  private def rowChecksOf(checksums: Boolean): RowChecks =
+    if (checksums) checkedRows else plainRows
+
+  // The store's one sampler: Spark's ratio counts every read of the store.
+  private lazy val checkedRows =
+    new RowChecks(Some(new RowChecksumSampler(setup.conf.rowChecksumReadRatio)), setup.id.toString)
+  private lazy val plainRows = new RowChecks(None, setup.id.toString)
 
   private val codecCache =
     new java.util.concurrent.ConcurrentHashMap[(String, Int), ColumnFamilyCodec]()

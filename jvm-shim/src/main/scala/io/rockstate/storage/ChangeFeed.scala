@@ -126,11 +126,11 @@ final class ChangeFeed(remote: StoreCheckpointDir, restore: SnapshotRestore,
         val (name, id, begin) = split(b)
         val sameFamily = !useFamilies || (e.length >= 2 && e(0) == b(0) && e(1) == b(1))
         val endKey = if (!sameFamily) null else if (useFamilies) e.drop(2) else e
-        out += ChangeRecord(v, Changelog.DeleteRange, name, id, begin, endKey)
+        out += ChangeRecord(v, Changelog.DeleteRange, name, id, begin, endKey, end.rowChecksums)
       }
       private def add(op: Byte, k: Array[Byte], value: Array[Byte]): Unit = {
         val (name, id, key) = split(k)
-        out += ChangeRecord(v, op, name, id, key, value)
+        out += ChangeRecord(v, op, name, id, key, value, end.rowChecksums)
       }
     })
     out.iterator

@@ -34,6 +34,8 @@ final case class RockstateConf(
     repairMaxReplay: Int,
     maxVersionsToDeletePerMaintenance: Int,
     unloadOnCommit: Boolean,
+    rowChecksums: Boolean,
+    rowChecksumReadRatio: Long,
     testUploadDelayMs: Long,
     testCleanupDelayMs: Long) {
 
@@ -89,6 +91,12 @@ object RockstateConf {
     "spark.sql.streaming.stateStore.maxVersionsToDeletePerMaintenance"
   // Spark's own (4.1+): each provider is maintained and closed when its task ends.
   val UnloadOnCommit = "spark.sql.streaming.stateStore.unloadOnCommit"
+  // Spark's own (4.2+, SPARK-54106), honoured on every line: a store created with it on keeps
+  // a checksum with every value (`RowChecksum`); an existing store keeps what it was created
+  // with. Reads check every `ratio`-th row: rockstate checks every read unless told otherwise
+  // (Spark's provider checks none unless told).
+  val RowChecksumEnabled = "spark.sql.streaming.stateStore.rowChecksum.enabled"
+  val RowChecksumReadRatio = "spark.sql.streaming.stateStore.rowChecksum.readVerificationRatio"
   // Testing only: a pause before each snapshot file upload (and before its manifest), to kill
   // or stop mid-upload.
   val TestUploadDelayMs = Prefix + "testing.snapshotUploadDelayMs"
@@ -120,6 +128,8 @@ object RockstateConf {
     RepairMaxReplay -> "50",
     MaxVersionsToDeletePerMaintenance -> "-1",
     UnloadOnCommit -> "false",
+    RowChecksumEnabled -> "false",
+    RowChecksumReadRatio -> "1",
     TestUploadDelayMs -> "0",
     TestCleanupDelayMs -> "0")
 
@@ -206,6 +216,8 @@ object RockstateConf {
       repairMaxReplay = long(RepairMaxReplay, 1).toInt,
       maxVersionsToDeletePerMaintenance = deleteCap,
       unloadOnCommit = bool(UnloadOnCommit),
+      rowChecksums = bool(RowChecksumEnabled),
+      rowChecksumReadRatio = long(RowChecksumReadRatio, 0),
       testUploadDelayMs = long(TestUploadDelayMs, 0),
       testCleanupDelayMs = long(TestCleanupDelayMs, 0))
   }

@@ -14,7 +14,9 @@ import com.fasterxml.jackson.module.scala.DefaultScalaModule
  * `changelogs`, every version after the snapshot's up to this one, in order. Self-contained:
  * loading a version reads this manifest, the snapshot's manifest and the files they name.
  *
- * Format 3 (the one written) is the header of a version file (`VersionFile`), which also holds
+ * Format 4 (the one written) adds `rowChecksums`: whether the store's values carry per-row
+ * checksums (`RowChecksum`), fixed when the store is created and kept by every later version;
+ * earlier formats have none. Format 3 is the header of a version file (`VersionFile`), which also holds
  * the version's own changes: on disk `changelogs` lists the earlier versions' changes only, and
  * `VersionFile.read` appends the file itself, so in memory every format lists the whole
  * lineage. Format 2 is a JSON file of its own (`manifests/<version>.json`) naming changelog
@@ -35,7 +37,8 @@ final case class VersionManifest(
     commit: Option[CommitStats],
     createdAtMs: Long,
     writer: String,
-    files: Seq[StateFile] = Nil) { // format 1 only
+    files: Seq[StateFile] = Nil, // format 1 only
+    rowChecksums: Boolean = false) { // format 4: every value carries a checksum (`RowChecksum`)
 
   @com.fasterxml.jackson.annotation.JsonIgnore
   def isLegacy: Boolean = formatVersion == 1
@@ -61,7 +64,7 @@ final case class VersionManifest(
 }
 
 object VersionManifest {
-  val FormatVersion = 3
+  val FormatVersion = 4
   val Writer = "rockstate-jvm"
 
   private[rockstate] val mapper: ObjectMapper = JsonMapper.builder()
@@ -76,7 +79,9 @@ object VersionManifest {
 
   /** Parses a version manifest; `where` names the file in the error so a user can find it. */
   def fromJson(bytes: Array[Byte], where: String): VersionManifest = {
-    val m = parse(bytes, where, classOf[VersionManifest])
+    val (tree, m) = parse(bytes, where, classOf[VersionManifest])
+    // Format 4 says whether values carry checksums: a missing flag would read them wrong.
+    if (m.formatVersion >= 4 && !tree.path("rowChecksums").isBoolean) throw missingFields(where)
     val complete = m.formatVersion match {
       case 1 => m.files != null
       case 2 => m.changelogs != null && m.snapshot != null && m.columnFamilies != null
@@ -99,7 +104,7 @@ object VersionManifest {
   }
 
   def snapshotFromJson(bytes: Array[Byte], where: String): SnapshotManifest = {
-    val m = parse(bytes, where, classOf[SnapshotManifest])
+    val (_, m) = parse(bytes, where, classOf[SnapshotManifest])
     if (m.files == null || m.stateId == null || m.columnFamilies == null ||
       !familiesComplete(m.columnFamilies)) throw missingFields(where)
     // Format 3 keeps RocksDB's small files in the pack: without its data the snapshot cannot
@@ -124,7 +129,8 @@ object VersionManifest {
       CheckpointPath.fileName(f.localName, s"manifest $where, files[$i].localName (${f.path})")
     }
 
-  private def parse[T](bytes: Array[Byte], where: String, cls: Class[T]): T = {
+  private def parse[T](bytes: Array[Byte], where: String, cls: Class[T])
+      : (com.fasterxml.jackson.databind.JsonNode, T) = {
     val tree = try mapper.readTree(bytes) catch {
       case e: Exception =>
         throw new CorruptCheckpointException(
@@ -149,7 +155,7 @@ object VersionManifest {
             s"(${e.getMessage.takeWhile(_ != '\n')}); the checkpoint is corrupt.", e)
     }
     if (m == null) throw missingFields(where)
-    m
+    (tree, m)
   }
 
   private def missingFields(where: String) = new CorruptCheckpointException(

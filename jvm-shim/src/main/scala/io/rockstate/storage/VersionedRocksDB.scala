@@ -59,6 +59,9 @@ final class VersionedRocksDB(
   private var lastCommit = CommitFigures.Zero
   private var forceOwed = false
   private var commitId = ""
+  // Whether the loaded lineage's values carry checksums: the store's, or for a new one the conf.
+  private var checksums = conf.rowChecksums
+  private var toldOfChecksums = false
 
   def loadedVersion: Long = loaded
   def numKeys: Long = keys
@@ -67,6 +70,8 @@ final class VersionedRocksDB(
   def commitFigures: CommitFigures = lastCommit
   /** The unique id of the last commit (its version file's uuid): Spark's checkpoint id. */
   def lastCommitId: String = commitId
+  /** Whether every value of the loaded version carries its row checksum (`RowChecksum`). */
+  def rowChecksums: Boolean = checksums
   def memoryBytes: Long = db.map(_.approximateMemoryBytes).getOrElse(0L)
   def stateBytes: Long = db.map(_.sstBytes).getOrElse(0L)
 
@@ -306,6 +311,7 @@ final class VersionedRocksDB(
         chain = Vector.empty
         keys = 0
         families = DefaultFamilies
+        checksums = conf.rowChecksums
         0
     }
   }
@@ -318,6 +324,13 @@ final class VersionedRocksDB(
     chain = m.changelogs.toVector
     keys = m.numKeys
     families = m.columnFamilies.map(c => c.name -> c.id).toMap
+    checksums = m.rowChecksums
+    if (checksums != conf.rowChecksums && !toldOfChecksums) {
+      toldOfChecksums = true
+      logInfo(s"rockstate: $storeId was created ${if (checksums) "with" else "without"} row " +
+        s"checksums and keeps that layout; ${RockstateConf.RowChecksumEnabled}=" +
+        s"${conf.rowChecksums} applies to new checkpoints only")
+    }
   }
 
   /**
@@ -471,7 +484,8 @@ final class VersionedRocksDB(
     changelogs = chain,
     commit = Some(CommitStats(log.file.length, log.records, commitMs)),
     createdAtMs = System.currentTimeMillis(),
-    writer = VersionManifest.Writer)
+    writer = VersionManifest.Writer,
+    rowChecksums = checksums)
 
   /**
    * A later version means this attempt is stale (a zombie, or a task whose executor was given

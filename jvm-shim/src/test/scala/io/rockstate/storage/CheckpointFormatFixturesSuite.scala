@@ -54,6 +54,14 @@ class CheckpointFormatFixturesSuite extends AnyFunSuite {
             assert(found == entries(expected.get("versions").get(v.toString)),
               s"version $v of the $format fixture")
             assert(db.numKeys == found.size, s"key count of version $v of the $format fixture")
+            // Format 4 on: row checksums, each value's checked against the bytes Python sealed.
+            assert(db.rowChecksums == (format.drop(1).toInt >= 4))
+            if (db.rowChecksums) {
+              val rows = db.rocksDB.scan(Array.emptyByteArray, None)
+              try rows.foreach { case (k, value) =>
+                RowChecksum.open(k, 0, value, ',', () => true, s"the $format fixture")
+              } finally rows.close()
+            }
           } finally db.close()
         }
       } finally FileUtils.deleteDirectory(work)
