@@ -402,12 +402,19 @@ TWS_PROVIDERS = [SPARK_ROCKSDB] + (
     else [])
 
 
+@pytest.mark.parametrize("checksums", [False, True], ids=["plain", "row-checksums"])
 @pytest.mark.parametrize("provider", TWS_PROVIDERS, ids=lambda p: p.rsplit(".", 1)[-1])
-def test_transform_with_state_in_pandas_reads_like_spark(spark, workdir: Path, provider: str):
-    run = run_stream(spark, provider, _list_and_map_query, _batches(3), workdir=workdir, name="tws",
-                     schema=SCHEMA, confs={
+def test_transform_with_state_in_pandas_reads_like_spark(spark, workdir: Path, provider: str,
+                                                         checksums: bool):
+    """Value, list (merged values) and map state, read offline as Spark reads them; with row
+    checksums too (rockstate's on 4.0/4.1, Spark's own provider's on 4.2+: there it is the
+    same value layout over the key with its family id; on 4.0/4.1 Spark's provider ignores
+    the setting)."""
+    run = run_stream(spark, provider, _list_and_map_query, _batches(3), workdir=workdir,
+                     name=f"tws-{checksums}", schema=SCHEMA, confs={
                          "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled":
-                         "false"})
+                         "false",
+                         "spark.sql.streaming.stateStore.rowChecksum.enabled": str(checksums)})
     for var, cols in TWS_COLUMNS.items():
         df = (spark.read.format("statestore").option("stateVarName", var)
               .load(str(run.checkpoint)))
@@ -419,7 +426,7 @@ def test_transform_with_state_in_pandas_reads_like_spark(spark, workdir: Path, p
         assert sorted(_normal(row) for row in zip(*values, strict=True)) == expected, var
     with pytest.raises(rockstate.RockstateError, match="state_var"):
         rockstate.read_state(str(run.checkpoint))
-    written = rockstate.export(str(run.checkpoint), str(workdir / "tws-export"))
+    written = rockstate.export(str(run.checkpoint), str(workdir / f"tws-export-{checksums}"))
     assert [p.rsplit("/", 1)[-1] for p in written] == \
         ["column_family=counts", "column_family=items", "column_family=total"]
 
@@ -461,14 +468,23 @@ def test_a_truncated_spark_changelog_is_an_error(checkpoints, tmp_path: Path):
 
 @pytest.mark.skipif(tuple(int(p) for p in pyspark.__version__.split(".")[:2]) < (4, 2),
                     reason="Spark's row checksums (SPARK-54106) are in 4.2+")
-def test_spark_providers_row_checksums_are_refused_not_misread(spark, workdir: Path):
-    """Spark's own provider with row checksums puts a header before each value; its offset
-    log records the setting, and the offline reader refuses the checkpoint."""
-    run = run_stream(spark, SPARK_ROCKSDB, _aggregate_with_struct_key, _batches(2),
+def test_spark_providers_row_checksums_are_read_as_spark_reads_them(spark, workdir: Path,
+                                                                    tmp_path: Path):
+    """Spark's own provider with row checksums puts a header before each value (the offset
+    log records the setting): the offline reader checks and opens every value, and reads
+    what Spark's reader reads, in changelog checkpointing mode (snapshot plus changelogs)."""
+    run = run_stream(spark, SPARK_ROCKSDB, _aggregate_with_struct_key, _batches(3),
                      workdir=workdir, name="spark-checksums", schema=SCHEMA,
-                     confs={"spark.sql.streaming.stateStore.rowChecksum.enabled": "true"})
-    with pytest.raises(rockstate.RockstateError, match="row checksums"):
-        rockstate.read_state(str(run.checkpoint))
+                     confs={"spark.sql.streaming.stateStore.rowChecksum.enabled": "true",
+                            "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing"
+                            ".enabled": "true",
+                            "spark.sql.streaming.stateStore.minDeltasForSnapshot": "1"})
+    expected = _spark_rows(spark, run.checkpoint, 0, 2)
+    assert expected
+    assert _offline_rows(rockstate.read_state(str(run.checkpoint))) == expected
+    written = rockstate.export(str(run.checkpoint), str(tmp_path / "export"))
+    back = ds.dataset(written[0], partitioning="hive").to_table()
+    assert back.num_rows == len(expected)
 
 
 def test_a_format_1_version_reads_its_listed_snapshot_not_empty_state(spark, checkpoints,

@@ -48,6 +48,7 @@ from rockstate.unsaferow import decode_rows
 
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 SPARK_ROW_CHECKSUMS = "spark.sql.streaming.stateStore.rowChecksum.enabled"
+SPARK_MERGE_OPERATOR = "spark.sql.streaming.stateStore.rocksdb.mergeOperatorVersion"
 # Spark's state encoders put one version byte before every key and value's UnsafeRow.
 ENCODING_VERSION_BYTES = 1
 # Rows export decodes and writes at a time: its memory, whatever the state's size.
@@ -83,18 +84,15 @@ def _refuse_missing_partitions(loc: CheckpointLocation, operator: int, version: 
             "damaged (restore the folders from a backup).")
 
 
-def _refuse_spark_row_checksums(loc: CheckpointLocation) -> None:
-    """Spark's own provider (4.2+) with ``rowChecksum.enabled`` puts a checksum header before
-    each value, recorded in the offset log: refuse it rather than decode the header as a row."""
+def _recorded_confs(loc: CheckpointLocation) -> dict[str, str]:
+    """The state confs Spark recorded in the offset log (empty when it has none): whether
+    Spark's own provider (4.2+) wrote row checksums (``rowChecksum.enabled``: a checksum
+    header before each value, rockstate's layout over the key with its family id), and its
+    merge operator's version."""
     try:
-        confs = offsets.recorded_confs(loc)
+        return offsets.recorded_confs(loc)
     except (RockstateError, FileNotFoundError):
-        return
-    if confs.get(SPARK_ROW_CHECKSUMS, "false").strip().lower() == "true":
-        raise RockstateError(
-            f"{loc.url} was written by Spark's RocksDB provider with row checksums "
-            f"({SPARK_ROW_CHECKSUMS}=true); rockstate's offline reader does not read that "
-            "layout. Read it with Spark's statestore source.")
+        return {}
 
 
 def _stage_files(loc: CheckpointLocation, store: StoreRef, files: tuple[StateFile, ...],
@@ -294,17 +292,22 @@ def plan_read(loc: CheckpointLocation, operator: int = 0, version: int | None = 
                               lambda v, s=s: store_entry_chunks(loc, s, v, state_var))
                for s in loc.stores(operator)
                if s.name == store and (partitions is None or s.partition in partitions)]
+    delimited = True  # rockstate joins a key's values with ','
     if not sources:  # Spark's own RocksDB provider
+        recorded = _recorded_confs(loc)
+        checked = recorded.get(SPARK_ROW_CHECKSUMS, "false").strip().lower() == "true"
+        # Merge operator version 2 (Spark 4.2+) joins a key's values without a delimiter;
+        # a checkpoint that predates the setting has version 1 (Spark's rule).
+        delimited = recorded.get(SPARK_MERGE_OPERATOR, "1").strip() != "2"
         sources = [StatePartition(p, f"operator {operator} partition {p} store {store} "
                                      "(Spark RocksDB)", spark_rocksdb.versions(loc, path),
                                   lambda v, path=path: spark_rocksdb.entry_arrays(
-                                      loc, path, v, state_var),
+                                      loc, path, v, state_var, checked, delimited),
                                   lambda v, path=path: spark_rocksdb.entry_chunks(
-                                      loc, path, v, state_var, EXPORT_CHUNK_ROWS))
+                                      loc, path, v, state_var, EXPORT_CHUNK_ROWS, checked,
+                                      delimited))
                    for p, path in sorted(spark_rocksdb.partitions(loc, operator, store).items())
                    if partitions is None or p in partitions]
-        if sources:
-            _refuse_spark_row_checksums(loc)
     if not sources:
         raise RockstateError(f"no rockstate store {store!r} of operator {operator} in "
                              f"{loc.url} (operators: {loc.operators()})")
@@ -322,7 +325,7 @@ def plan_read(loc: CheckpointLocation, operator: int = 0, version: int | None = 
         family = family_schemas(loc, operator, store)[state_var]
 
         def decode(keys: Rows, values: Rows, ids: Sequence[int]) -> pa.Table:
-            return tws.decode_variable(kinds[state_var], family, keys, values, ids)
+            return tws.decode_variable(kinds[state_var], family, keys, values, ids, delimited)
     else:
         if is_transform_with_state(loc, operator):
             from rockstate import tws

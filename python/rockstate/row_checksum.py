@@ -14,7 +14,7 @@ all rows), as Python has no CRC32C of its own.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -65,10 +65,15 @@ def _update(state: np.ndarray, data: np.ndarray, starts: np.ndarray,
     return out
 
 
-def _parts(offsets: np.ndarray, data: np.ndarray, where: str,
-           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _parts(offsets: np.ndarray, data: np.ndarray, where: str, delimited: bool,
+           key_of: Callable[[int], bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every checksummed part of every value: its row, its header's position in ``data`` and
-    its value's length, each header checked to lie within its value."""
+    its value's length, each header checked to lie within its value.
+
+    Not ``delimited`` (Spark's merge operator version 2): the parts one write put in a value
+    are adjacent, but RocksDB's merges still join writes with ``,``. A ``,`` after a part is
+    then either that delimiter or a checksum's first byte; the reading whose part checks
+    (``key_of(row)``: the key its checksum covers) is taken."""
     n = len(offsets) - 1
     starts, sizes = offsets[:-1], np.diff(offsets)
     short = np.flatnonzero(sizes < HEADER_BYTES)
@@ -77,23 +82,39 @@ def _parts(offsets: np.ndarray, data: np.ndarray, where: str,
     lengths = _le_int32(data, starts + 4) if n else np.zeros(0, dtype=np.int64)
     single = HEADER_BYTES + lengths == sizes
     rows, heads, lens = [np.flatnonzero(single)], [starts[single]], [lengths[single]]
+
+    def header(at: int, end: int) -> int | None:
+        """The length in a part header at ``at``, if one fits before ``end``."""
+        if end - at < HEADER_BYTES:
+            return None
+        (length,) = struct.unpack_from("<i", data, at + 4)
+        return length if 0 <= length <= end - at - HEADER_BYTES else None
+
+    def checks(i: int, at: int, length: int) -> bool:
+        (expected,) = struct.unpack_from("<I", data, at)
+        body = data[at + HEADER_BYTES:at + HEADER_BYTES + length].tobytes()
+        return crc32c(body, crc32c(key_of(i))) == expected
+
     for i in np.flatnonzero(~single):  # a list's merged values: walk its parts
         at, end = int(starts[i]), int(offsets[i + 1])
         while True:
-            if end - at < HEADER_BYTES:
-                raise _damaged(where, int(i), "a part shorter than its checksum header")
-            (length,) = struct.unpack_from("<i", data, at + 4)
-            if length < 0 or length > end - at - HEADER_BYTES:
-                raise _damaged(where, int(i), f"a part's length {length} past the value's end")
+            length = header(at, end)
+            if length is None:
+                raise _damaged(where, int(i), "a part's header or length past the value's end")
             rows.append(np.array([i]))
             heads.append(np.array([at]))
             lens.append(np.array([length]))
             at += HEADER_BYTES + length
             if at == end:
                 break
-            if data[at] != DELIMITER:
-                raise _damaged(where, int(i), "no merge delimiter between two parts")
-            at += 1
+            if delimited:
+                if data[at] != DELIMITER:
+                    raise _damaged(where, int(i), "no merge delimiter between two parts")
+                at += 1
+            elif data[at] == DELIMITER:
+                here = header(at, end)
+                if here is None or not checks(int(i), at, here):
+                    at += 1  # the merge's delimiter
     return (np.concatenate(rows).astype(np.int64), np.concatenate(heads).astype(np.int64),
             np.concatenate(lens).astype(np.int64))
 
@@ -104,16 +125,28 @@ def _le_int32(data: np.ndarray, at: np.ndarray) -> np.ndarray:
     return (b[0] | (b[1] << 8) | (b[2] << 16) | (b[3] << 24)).view(np.int32).astype(np.int64)
 
 
-def open_values(keys: pa.Array, values: pa.Array, where: str) -> pa.Array:
+def open_values(keys: pa.Array, values: pa.Array, where: str,
+                key_prefix: bytes = b"", delimited: bool = True) -> pa.Array:
     """``values`` without their checksum headers, every part checked against its key in
-    ``keys`` (without the family id): the bytes Spark's encoders wrote."""
+    ``keys``: the bytes Spark's encoders wrote. rockstate's checksum covers a key without its
+    family id; Spark's own provider's (4.2+, the same value layout) covers its family id too,
+    given as ``key_prefix`` when ``keys`` come without it. A key's values are joined by ``,``
+    unless not ``delimited`` (Spark's merge operator version 2)."""
     if len(values) == 0:
         return values.cast(BINARY)
     offsets, data = spans(values)
     key_offsets, key_data = spans(keys)
-    rows, heads, lens = _parts(offsets, data, where)
+
+    def key_of(row: int) -> bytes:
+        return key_prefix + key_data[key_offsets[row]:key_offsets[row + 1]].tobytes()
+
+    rows, heads, lens = _parts(offsets, data, where, delimited, key_of)
     expected = _le_int32(data, heads).astype(np.uint32)
     reg = np.full(len(rows), 0xFFFFFFFF, dtype=np.uint32)
+    if key_prefix:
+        prefix = np.frombuffer(key_prefix, dtype=np.uint8)
+        reg = _update(reg, prefix, np.zeros(len(rows), dtype=np.int64),
+                      np.full(len(rows), len(prefix), dtype=np.int64))
     reg = _update(reg, key_data, key_offsets[rows], np.diff(key_offsets)[rows])
     computed = _update(reg, data, heads + HEADER_BYTES, lens) ^ np.uint32(0xFFFFFFFF)
     bad = np.flatnonzero(computed != expected)
@@ -137,10 +170,11 @@ def open_value(key: bytes, stored: bytes, where: str) -> bytes:
                        where)[0].as_py()
 
 
-def open_lists(keys: Sequence[bytes], values: Sequence[bytes], where: str) -> list[bytes]:
+def open_lists(keys: Sequence[bytes], values: Sequence[bytes], where: str,
+               key_prefix: bytes = b"", delimited: bool = True) -> list[bytes]:
     """``open_values`` of rows given as ``bytes``."""
     return open_values(pa.array(keys, type=BINARY), pa.array(values, type=BINARY),
-                       where).to_pylist()
+                       where, key_prefix, delimited).to_pylist()
 
 
 def seal(key: bytes, value: bytes) -> bytes:

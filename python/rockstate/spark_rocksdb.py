@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from rockstate import decompress, packed_entries
+from rockstate import decompress, packed_entries, row_checksum
 from rockstate.changelog_overlay import ChangelogOverlay
 from rockstate.checkpoint_path import file_name, local_within, relative_path
 from rockstate.errors import CorruptCheckpointError, RockstateError
@@ -353,9 +353,12 @@ def entries(loc: CheckpointLocation, path: str, version: int,
 
 
 def entry_arrays(loc: CheckpointLocation, path: str, version: int,
-                 family: str | None = None) -> tuple[pa.Array, pa.Array]:
+                 family: str | None = None, row_checksums: bool = False,
+                 delimited: bool = True) -> tuple[pa.Array, pa.Array]:
     """The entries of :func:`entries` as an Arrow array of keys and one of values (no Python
-    object per entry held): what ``read_state`` decodes."""
+    object per entry held): what ``read_state`` decodes. With ``row_checksums`` (Spark 4.2+'s
+    ``rowChecksum.enabled``) every value is checked against its key and opened; a key's
+    values are joined by ``,`` unless not ``delimited`` (merge operator version 2)."""
     base = _base(loc, path, version)
     overlay = _overlay(loc, path, base, version)
     with _staged_snapshot(loc, path, base) as (items, families, internal):
@@ -363,16 +366,27 @@ def entry_arrays(loc: CheckpointLocation, path: str, version: int,
         if prefix is None:  # a state variable with nothing written yet
             return packed_entries.pack(())
         keys, values = overlay.apply_to_arrays(*packed_entries.pack(items))
-    return packed_entries.with_prefix(keys, values, prefix) if prefix else (keys, values)
+    if prefix:
+        keys, values = packed_entries.with_prefix(keys, values, prefix)
+    if row_checksums:
+        values = row_checksum.open_values(keys, values, f"version {version} of {path}",
+                                          key_prefix=prefix, delimited=delimited)
+    return keys, values
 
 
 def entry_chunks(loc: CheckpointLocation, path: str, version: int, family: str | None,
-                 rows: int) -> Iterator[tuple[list[bytes], list[bytes]]]:
+                 rows: int, row_checksums: bool = False, delimited: bool = True,
+                 ) -> Iterator[tuple[list[bytes], list[bytes]]]:
     """The entries of :func:`entries`, ``rows`` at a time, in bounded memory: the snapshot's
     keys stream past the changelogs' overlay (only the keys those touch are held)."""
     base = _base(loc, path, version)
     overlay = _overlay(loc, path, base, version)
     with _staged_snapshot(loc, path, base) as (items, families, internal):
         prefix = _family_prefix(path, version, families, internal, family)
-        if prefix is not None:  # None: a state variable with nothing written yet
-            yield from overlay.chunks(items, prefix, rows)
+        if prefix is None:  # a state variable with nothing written yet
+            return
+        for keys, values in overlay.chunks(items, prefix, rows):
+            if row_checksums:
+                values = row_checksum.open_lists(keys, values, f"version {version} of {path}",
+                                                 key_prefix=prefix, delimited=delimited)
+            yield keys, values

@@ -58,8 +58,12 @@ def _sub_schema(schema: dict, fields: slice) -> dict:
 
 
 def decode_variable(kind: str, family: FamilySchema, keys: Rows, values: Rows,
-                    partitions: Sequence[int]) -> pa.Table:
-    """One state variable's rows, with the columns Spark's ``statestore`` source gives it."""
+                    partitions: Sequence[int], delimited: bool = True) -> pa.Table:
+    """One state variable's rows, with the columns Spark's ``statestore`` source gives it. A
+    list's elements are joined by ``,`` (rockstate; Spark's merge operator version 1), or
+    not ``delimited`` (Spark's version 2, 4.2+: a write's elements adjacent, writes joined by
+    ``,``), where a ``,`` is a delimiter only if the next element's length cannot start with
+    it (an element of 44 bytes, say, has a length whose first byte is ``,``)."""
     if kind == "ValueState":
         return pa.table({"key": decode_rows(keys, family.key, ROW),
                          "value": decode_rows(values, family.value, ROW),
@@ -68,6 +72,7 @@ def decode_variable(kind: str, family: FamilySchema, keys: Rows, values: Rows,
     if kind == "ListState":
         element_keys, elements, element_partitions = [], [], []
         for k, v, p in zip(keys, values, partitions, strict=True):
+            fits = None if delimited or b"," not in v else _fitting(v)
             at = 0
             while at < len(v):
                 (n,) = struct.unpack_from("<i", v, at) if at + 4 <= len(v) else (-1,)
@@ -79,8 +84,14 @@ def decode_variable(kind: str, family: FamilySchema, keys: Rows, values: Rows,
                 element_keys.append(k)
                 element_partitions.append(p)
                 at += 4 + n
-                if at < len(v) and v[at] == ord(","):
+                if delimited and at < len(v):
+                    if v[at] != ord(","):
+                        raise CorruptCheckpointError(
+                            f"no ',' after a list element at byte {at} of a {len(v)}-byte "
+                            f"list value (partition {p}); the state is damaged.")
                     at += 1
+                elif fits is not None and at < len(v) and v[at] == ord(",") and not fits[at]:
+                    at += 1  # a merge's delimiter, not the next element's length
         return pa.table({"key": decode_rows(element_keys, family.key, ROW),
                          "list_element": decode_rows(elements, family.value, ROW),
                          "partition_id": pa.array(element_partitions, type=pa.int32())})
@@ -100,6 +111,22 @@ def decode_variable(kind: str, family: FamilySchema, keys: Rows, values: Rows,
                          "user_map_value": decode_rows(values, family.value, ROW),
                          "partition_id": pa.array(partitions, type=pa.int32())})
     raise RockstateError(f"state variables of kind {kind} are not supported yet")
+
+
+def _fitting(v: bytes) -> bytearray:
+    """For each position of ``v``, whether length-prefixed elements from there fill ``v``
+    exactly, a ``,`` after an element taken as a delimiter or as the next element's start,
+    whichever fits (Spark's merge operator version 2: a write's elements are adjacent,
+    RocksDB's merges join writes with ``,``). One pass from the end."""
+    fits = bytearray(len(v) + 1)
+    fits[len(v)] = 1
+    for at in range(len(v) - 4, -1, -1):
+        (n,) = struct.unpack_from("<i", v, at)
+        nxt = at + 4 + n
+        if n < 0 or nxt > len(v):
+            continue
+        fits[at] = fits[nxt] or (nxt < len(v) and v[nxt] == ord(",") and fits[nxt + 1])
+    return fits
 
 
 # The value schema Spark gives the default family of a transformWithState store (it holds no
