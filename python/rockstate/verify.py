@@ -162,7 +162,8 @@ def _check_store(loc: CheckpointLocation, store: StoreRef, report: VerifyReport,
     # path -> (size, crc32, kind, versions needing it)
     needed: dict[str, tuple[int, int, str, set[int]]] = {}
     snapshots: dict[str, set[int]] = {p: set() for p in snapshot_paths}
-    # Changelogs of stores with row checksums -> how many bytes of each key are its family id.
+    # Changelogs and snapshots of stores with row checksums -> how many bytes of each key are
+    # its family id.
     checksummed: dict[str, int] = {}
 
     def need(path: str, size: int, crc: int, kind: str, version: int | None) -> None:
@@ -191,6 +192,9 @@ def _check_store(loc: CheckpointLocation, store: StoreRef, report: VerifyReport,
                 checksummed[c.path] = len(family_prefix(0)) if m.use_column_families else 0
         if m.snapshot:
             snapshots.setdefault(m.snapshot.path, set()).add(v)
+            if m.row_checksums:
+                checksummed[m.snapshot.path] = (len(family_prefix(0)) if m.use_column_families
+                                                else 0)
     manifests: dict[str, SnapshotManifest] = {}
     for path, versions in sorted(snapshots.items()):
         try:
@@ -214,29 +218,53 @@ def _check_store(loc: CheckpointLocation, store: StoreRef, report: VerifyReport,
     for path, s in manifests.items():
         versions = snapshots[path]
         if versions and not any(f.path in damaged for f in s.files):
-            problem = _open_snapshot(loc, store, s, path, min(versions))
+            problem = _open_snapshot(loc, store, s, path, min(versions), checksummed.get(path))
             if problem:
                 report.problems.append(Problem(name, path, problem, tuple(sorted(versions))))
 
 
 def _open_snapshot(loc: CheckpointLocation, store: StoreRef, s: SnapshotManifest, path: str,
-                   version: int) -> str | None:
-    """Whether RocksDB opens the snapshot as its manifest lays it out: a ``files`` list that
-    lacks an SST RocksDB's own MANIFEST names passes every size and CRC check, and only an
-    open finds it."""
+                   version: int, row_checksums_from: int | None = None) -> str | None:
+    """Whether RocksDB opens the snapshot as its manifest lays it out and reads every row: a
+    ``files`` list that lacks an SST RocksDB's own MANIFEST names passes every size and CRC
+    check, and only an open finds it. With ``row_checksums_from`` (the store's values carry
+    row checksums; the key bytes before it are a family id) every row's checksum is checked:
+    a row damaged before its file was written passes the file's CRC32."""
     import tempfile
     from pathlib import Path
 
     from rockstate.read import stage_snapshot
-    from rockstate.spark_rocksdb import open_read_only
+    from rockstate.spark_rocksdb import read_only_items
 
+    where = posixpath.join(store.path, path)
     with tempfile.TemporaryDirectory(prefix="rockstate-verify-") as tmp:
         try:
             stage_snapshot(loc, store, s, path, Path(tmp), version)
-            open_read_only(tmp, posixpath.join(store.path, path))
+            with read_only_items(tmp, where) as items:
+                keys: list[bytes] = []
+                values: list[bytes] = []
+                for key, value in items:
+                    keys.append(key)
+                    values.append(value)
+                    if len(keys) == ROWS_PER_CHECK:
+                        _check_rows(keys, values, row_checksums_from, where)
+                        keys, values = [], []
+                _check_rows(keys, values, row_checksums_from, where)
         except CorruptCheckpointError as e:
             return str(e)
     return None
+
+
+# Snapshot rows checked at a time: verify's memory, whatever the snapshot's size.
+ROWS_PER_CHECK = 8192
+
+
+def _check_rows(keys: list[bytes], values: list[bytes], key_from: int | None,
+                where: str) -> None:
+    """Each row's checksum, when the store has them (its keys' first ``key_from`` bytes are
+    a family id the checksum leaves out)."""
+    if key_from is not None and keys:
+        row_checksum.open_lists([k[key_from:] for k in keys], values, where)
 
 
 def _check_file(loc: CheckpointLocation, store: StoreRef, path: str, size: int, crc: int,

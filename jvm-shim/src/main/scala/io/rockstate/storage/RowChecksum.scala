@@ -89,7 +89,7 @@ object RowChecksum {
         throw new RowChecksumMismatchException(expected, computed, s"rockstate: a row of " +
           s"$where fails its checksum (expected $expected, computed $computed): the row is " +
           "damaged. Restore the state from an earlier checkpoint; `rockstate verify` on the " +
-          "checkpoint location finds every damaged row of its changelogs.")
+          "checkpoint location finds every damaged row of its changelogs and snapshots.")
       }
     }
     length
