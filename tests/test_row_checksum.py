@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from rockstate.errors import CorruptCheckpointError
-from rockstate.row_checksum import crc32c, open_lists, open_value, open_values, seal
+from rockstate.row_checksum import crc32c, open_lists, open_values, seal
 
 
 def test_crc32c_is_castagnoli_and_continues():
@@ -53,12 +53,12 @@ def test_every_damaged_byte_is_found_and_the_row_named():
         with pytest.raises(CorruptCheckpointError, match=r"version 3 of store x \(row 1\)"):
             open_lists([b"ok", key], [seal(b"ok", b"v"), bytes(bad)], "version 3 of store x")
     with pytest.raises(CorruptCheckpointError, match="fails its checksum"):
-        open_value(b"another key", stored, "test")  # a value moved to another key
+        open_lists([b"another key"], [stored], "test")  # a value moved to another key
     with pytest.raises(CorruptCheckpointError, match="shorter than its checksum header"):
-        open_value(key, stored[:5], "test")
+        open_lists([key], [stored[:5]], "test")
     long = struct.pack("<Ii", 0, 1000) + b"x"
     with pytest.raises(CorruptCheckpointError, match="past the value's end"):
-        open_value(key, long, "test")
+        open_lists([key], [long], "test")
 
 
 def test_a_key_prefix_is_covered_when_given():

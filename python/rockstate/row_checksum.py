@@ -164,12 +164,6 @@ def open_values(keys: pa.Array, values: pa.Array, where: str,
         None, pa.py_buffer(new_offsets.astype(np.int64)), pa.py_buffer(data[keep])])
 
 
-def open_value(key: bytes, stored: bytes, where: str) -> bytes:
-    """One stored value, opened and checked: ``open_values`` of a single row."""
-    return open_values(pa.array([key], type=BINARY), pa.array([stored], type=BINARY),
-                       where)[0].as_py()
-
-
 def open_lists(keys: Sequence[bytes], values: Sequence[bytes], where: str,
                key_prefix: bytes = b"", delimited: bool = True) -> list[bytes]:
     """``open_values`` of rows given as ``bytes``."""

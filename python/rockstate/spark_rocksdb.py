@@ -269,13 +269,6 @@ def _stage_shared_file(loc: CheckpointLocation, path: str, f: dict, entry: str, 
     target.write_bytes(data)
 
 
-def open_read_only(directory: str, where: str) -> dict[bytes, bytes]:
-    """Every key and value of the RocksDB laid out in ``directory`` (a staged snapshot);
-    a snapshot RocksDB cannot open (a file missing or damaged) is CorruptCheckpointError."""
-    with read_only_items(directory, where) as items:
-        return dict(items)
-
-
 @contextmanager
 def read_only_items(directory: str, where: str) -> Iterator[Iterator[tuple[bytes, bytes]]]:
     """The keys and values of the RocksDB in ``directory``, in key order, while the block

@@ -9,6 +9,7 @@ that need it.
 
 from __future__ import annotations
 
+import itertools
 import posixpath
 import zlib
 from collections.abc import Callable
@@ -186,15 +187,15 @@ def _check_store(loc: CheckpointLocation, store: StoreRef, report: VerifyReport,
             continue
         for f in m.files:  # format 1
             need(f.path, f.size, f.crc32, f.kind, v)
+        key_from = len(family_prefix(0)) if m.use_column_families else 0
         for c in m.changelogs:
             need(c.path, c.size, c.crc32, "changelog", v)
             if m.row_checksums:
-                checksummed[c.path] = len(family_prefix(0)) if m.use_column_families else 0
+                checksummed[c.path] = key_from
         if m.snapshot:
             snapshots.setdefault(m.snapshot.path, set()).add(v)
             if m.row_checksums:
-                checksummed[m.snapshot.path] = (len(family_prefix(0)) if m.use_column_families
-                                                else 0)
+                checksummed[m.snapshot.path] = key_from
     manifests: dict[str, SnapshotManifest] = {}
     for path, versions in sorted(snapshots.items()):
         try:
@@ -241,15 +242,12 @@ def _open_snapshot(loc: CheckpointLocation, store: StoreRef, s: SnapshotManifest
         try:
             stage_snapshot(loc, store, s, path, Path(tmp), version)
             with read_only_items(tmp, where) as items:
-                keys: list[bytes] = []
-                values: list[bytes] = []
-                for key, value in items:
-                    keys.append(key)
-                    values.append(value)
-                    if len(keys) == ROWS_PER_CHECK:
-                        _check_rows(keys, values, row_checksums_from, where)
-                        keys, values = [], []
-                _check_rows(keys, values, row_checksums_from, where)
+                if row_checksums_from is None:
+                    for _ in items:  # every row read: RocksDB checks its blocks
+                        pass
+                while chunk := list(itertools.islice(items, ROWS_PER_CHECK)):
+                    row_checksum.open_lists([k[row_checksums_from:] for k, _ in chunk],
+                                            [v for _, v in chunk], where)
         except CorruptCheckpointError as e:
             return str(e)
     return None
@@ -257,14 +255,6 @@ def _open_snapshot(loc: CheckpointLocation, store: StoreRef, s: SnapshotManifest
 
 # Snapshot rows checked at a time: verify's memory, whatever the snapshot's size.
 ROWS_PER_CHECK = 8192
-
-
-def _check_rows(keys: list[bytes], values: list[bytes], key_from: int | None,
-                where: str) -> None:
-    """Each row's checksum, when the store has them (its keys' first ``key_from`` bytes are
-    a family id the checksum leaves out)."""
-    if key_from is not None and keys:
-        row_checksum.open_lists([k[key_from:] for k in keys], values, where)
 
 
 def _check_file(loc: CheckpointLocation, store: StoreRef, path: str, size: int, crc: int,
@@ -283,10 +273,12 @@ def _check_file(loc: CheckpointLocation, store: StoreRef, path: str, size: int, 
         return f"CRC32 {found}, the manifest says {crc} (damaged)"
     try:
         if kind == "changelog":
-            written = [(key, value) for op, key, value in
-                       changelog_records(changes_of(data, path, path), path)
-                       if op in ("put", "merge")]
-            if row_checksums_from is not None and written:
+            records = changelog_records(changes_of(data, path, path), path)
+            if row_checksums_from is None:
+                for _ in records:
+                    pass
+            else:
+                written = [(k, v) for op, k, v in records if op in ("put", "merge")]
                 row_checksum.open_lists([k[row_checksums_from:] for k, _ in written],
                                         [v for _, v in written], path)
     except CorruptCheckpointError as e:

@@ -19,14 +19,7 @@ final class RowChecks(sampler: Option[RowChecksumSampler], storeId: String) {
   /** Values of one key as one stored value, joined as the merge operator joins them. */
   def sealAll(key: Array[Byte], keyFrom: Int, values: Seq[Array[Byte]]): Array[Byte] =
     if (sampler.isDefined) RowChecksum.sealAll(key, keyFrom, values, Delimiter)
-    else {
-      val out = new java.io.ByteArrayOutputStream(values.map(_.length + 1).sum)
-      values.zipWithIndex.foreach { case (p, i) =>
-        if (i > 0) out.write(Delimiter.toInt)
-        out.write(p)
-      }
-      out.toByteArray
-    }
+    else RowChecksum.joined(values, Delimiter)
 
   /** A stored value as Spark's encoders wrote it; `where` names its family for errors. */
   def open(key: Array[Byte], keyFrom: Int, stored: Array[Byte], where: => String)

@@ -35,12 +35,14 @@ object RowChecksum {
 
   /** Several values of one key as stored: each sealed, joined by `delimiter`. */
   def sealAll(key: Array[Byte], keyFrom: Int, values: Seq[Array[Byte]],
-      delimiter: Byte): Array[Byte] = {
-    val out = new java.io.ByteArrayOutputStream(
-      values.map(HeaderBytes + _.length + 1).sum)
-    values.zipWithIndex.foreach { case (v, i) =>
+      delimiter: Byte): Array[Byte] = joined(values.map(seal(key, keyFrom, _)), delimiter)
+
+  /** `parts` joined by `delimiter`, as the merge operator joins a key's values. */
+  def joined(parts: Seq[Array[Byte]], delimiter: Byte): Array[Byte] = {
+    val out = new java.io.ByteArrayOutputStream(parts.map(_.length + 1).sum)
+    parts.zipWithIndex.foreach { case (p, i) =>
       if (i > 0) out.write(delimiter.toInt)
-      out.write(seal(key, keyFrom, v))
+      out.write(p)
     }
     out.toByteArray
   }
