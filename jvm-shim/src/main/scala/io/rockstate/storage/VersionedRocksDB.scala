@@ -50,6 +50,10 @@ final class VersionedRocksDB(
   private var chain: Vector[ChangelogRef] = Vector.empty
   private var keys: Long = 0L
   private var families: Map[String, Int] = DefaultFamilies
+  // The family table of the last loaded or committed version: a commit that changes it is
+  // snapshotted on the commit path, as Spark's provider does, so that Spark's state reader
+  // finds a snapshot of it (snapshotStartBatchId) exactly where it would on Spark's provider.
+  private var familiesAtLoad: Map[String, Int] = DefaultFamilies
   private var confirmedFiles = new ConfirmedFiles(Nil, "")
   private var loadedAtNanos = System.nanoTime()
   private var changelog: Option[Changelog.Writer] = None
@@ -311,6 +315,7 @@ final class VersionedRocksDB(
         chain = Vector.empty
         keys = 0
         families = DefaultFamilies
+        familiesAtLoad = families
         checksums = conf.rowChecksums
         0
     }
@@ -324,6 +329,7 @@ final class VersionedRocksDB(
     chain = m.changelogs.toVector
     keys = m.numKeys
     families = m.columnFamilies.map(c => c.name -> c.id).toMap
+    familiesAtLoad = families
     checksums = m.rowChecksums
     if (checksums != conf.rowChecksums && !toldOfChecksums) {
       toldOfChecksums = true
@@ -410,7 +416,15 @@ final class VersionedRocksDB(
     val (manifest, fileBytes, syncMs) = try {
       rebase(version)
       // No confirmed snapshot for too long (uploads failing or hung): the chain stops here.
+      // A changed family table is snapshotted too, where Spark's provider snapshots it.
       val syncMs = if (chain.size + 1 > conf.maxChangelogChain) {
+        val length = chain.size
+        val ms = snapshotOnCommitPath(version, path, listener)
+        logWarning(s"rockstate: $storeId had $length changelogs since its last " +
+          s"confirmed snapshot (at most ${conf.maxChangelogChain}); version $version was " +
+          "snapshotted on the commit path")
+        ms
+      } else if (families != familiesAtLoad) {
         snapshotOnCommitPath(version, path, listener)
       } else 0L
       if (late) {
@@ -434,6 +448,7 @@ final class VersionedRocksDB(
     loaded = version
     dirty = false
     loadedByCommit = true
+    familiesAtLoad = families
     commitId = id
     // Snapshots fall on the multiples of the interval in every partition, so that a version's
     // snapshots make one checkpoint; a lineage that missed some catches up at twice the length.
@@ -538,8 +553,9 @@ final class VersionedRocksDB(
     VersionManifest.Writer)
 
   /**
-   * The lineage reached `maxChangelogChain` changelogs without a confirmed snapshot: snapshot
-   * now, on the task, and make it the version's base. Returns the time it took.
+   * Snapshots `version` now, on the task, and makes it the version's base (the lineage reached
+   * `maxChangelogChain` changelogs without a confirmed snapshot, or the family table changed).
+   * Returns the time it took.
    */
   private def snapshotOnCommitPath(version: Long, versionPath: String,
       listener: SnapshotListener): Long = {
@@ -551,9 +567,6 @@ final class VersionedRocksDB(
         checkpointDir,
         local, confirmedFiles, conf, start).run(background = false)
       confirmedFiles.confirm(m.files.filter(_.kind == "sst"), path)
-      logWarning(s"rockstate: $storeId had ${chain.size} changelogs since its last confirmed " +
-        s"snapshot (at most ${conf.maxChangelogChain}); version $version was snapshotted on " +
-        "the commit path")
       base = Some(SnapshotRef(version, path))
       baseStateId = m.stateId
       chain = Vector.empty

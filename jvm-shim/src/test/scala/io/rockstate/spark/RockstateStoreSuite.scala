@@ -293,6 +293,27 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
       Set("default", "list"))
   }
 
+  test("a commit that creates or removes a column family is snapshotted before it returns") {
+    // As Spark's provider does: Spark's reader (snapshotStartBatchId) finds those snapshots.
+    val p = provider(useColumnFamilies = true)
+    def families(s: StateStore): StateStore = {
+      s.createColFamilyIfAbsent("a", keySchema, valueSchema, NoPrefixKeyStateEncoderSpec(keySchema))
+      s
+    }
+    commitVersions(p, 1 to 2)((v, s) => families(s).put(key("x", v), value(v), "a"))
+    assert(remote().listSnapshots().map(_._2).toSet == Set(1L)) // at once: no wait
+    val s = families(p.getStore(2))
+    assert(s.removeColFamilyIfExists("a"))
+    s.commit()
+    assert(p.awaitSnapshot(60000))
+    assert(remote().listSnapshots().map(_._2).toSet == Set(1L, 3L))
+    // A store without column families snapshots at its interval only.
+    val plain = provider(checkpoint = new java.io.File(root, "plain"))
+    commitVersions(plain, 1 to 2)((v, s) => s.put(key("x", v), value(v)))
+    assert(plain.awaitSnapshot(60000))
+    assert(remote(new java.io.File(root, "plain")).listSnapshots().isEmpty)
+  }
+
   test("without auto repair, a damaged SST fails the load with the file and the version named") {
     val p = provider(extra = snapshotEveryVersion + (RockstateConf.AutoSnapshotRepair -> "false"))
     commitVersions(p, 1 to 1)((_, s) => (1 to 1000).foreach(i => s.put(key(s"k$i", i), value(i))))
