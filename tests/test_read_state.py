@@ -60,6 +60,8 @@ def _normal(value):
         return ("decimal", str(value.normalize()))
     if isinstance(value, bytearray):
         return bytes(value)
+    if isinstance(value, dict):  # a map: pyspark gives a dict, _arrow_values too
+        return tuple(sorted((k, _normal(v)) for k, v in value.items()))
     return value
 
 
@@ -72,6 +74,8 @@ def _arrow_values(arr) -> list:
         children = [_arrow_values(arr.field(i)) for i in range(arr.type.num_fields)]
         nulls = arr.is_null().to_pylist()
         return [None if nulls[j] else tuple(c[j] for c in children) for j in range(len(arr))]
+    if pa.types.is_map(arr.type):
+        return [None if v is None else dict(v) for v in arr.to_pylist()]
     return arr.to_pylist()
 
 
@@ -349,6 +353,18 @@ TWS_COLUMNS = {"total": ("key", "value"), "items": ("key", "list_element"),
                "counts": ("key", "user_map_key", "user_map_value")}
 
 
+def _assert_variables_read_like_spark(spark, checkpoint: Path, columns: dict) -> None:
+    """Each state variable (name -> its columns) read offline as Spark's reader reads it."""
+    for var, cols in columns.items():
+        df = spark.read.format("statestore").option("stateVarName", var).load(str(checkpoint))
+        expected = sorted(_normal(tuple(r[c] for c in (*cols, "partition_id")))
+                          for r in df.collect())
+        table = rockstate.read_state(str(checkpoint), state_var=var)
+        values = [_arrow_values(table.column(c).combine_chunks()) for c in (*cols, "partition_id")]
+        assert expected, f"Spark's reader found no {var} state"
+        assert sorted(_normal(row) for row in zip(*values, strict=True)) == expected, var
+
+
 class _ListAndMapProcessor:
     """A transformWithStateInPandas processor with a value, a list and a map state."""
 
@@ -402,33 +418,121 @@ TWS_PROVIDERS = [SPARK_ROCKSDB] + (
     else [])
 
 
-@pytest.mark.parametrize("checksums", [False, True], ids=["plain", "row-checksums"])
+@pytest.mark.parametrize(("checksums", "encoding"), [
+    (False, "unsaferow"), (True, "unsaferow"), (False, "avro")],
+    ids=["plain", "row-checksums", "avro"])
 @pytest.mark.parametrize("provider", TWS_PROVIDERS, ids=lambda p: p.rsplit(".", 1)[-1])
 def test_transform_with_state_in_pandas_reads_like_spark(spark, workdir: Path, provider: str,
-                                                         checksums: bool):
+                                                         checksums: bool, encoding: str):
     """Value, list (merged values) and map state, read offline as Spark reads them; with row
     checksums too (rockstate's on 4.0/4.1, Spark's own provider's on 4.2+: there it is the
     same value layout over the key with its family id; on 4.0/4.1 Spark's provider ignores
-    the setting)."""
+    the setting), and in the Avro encoding."""
     run = run_stream(spark, provider, _list_and_map_query, _batches(3), workdir=workdir,
-                     name=f"tws-{checksums}", schema=SCHEMA, confs={
+                     name=f"tws-{checksums}-{encoding}", schema=SCHEMA, confs={
                          "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled":
                          "false",
-                         "spark.sql.streaming.stateStore.rowChecksum.enabled": str(checksums)})
-    for var, cols in TWS_COLUMNS.items():
-        df = (spark.read.format("statestore").option("stateVarName", var)
-              .load(str(run.checkpoint)))
-        expected = sorted(_normal(tuple(r[c] for c in (*cols, "partition_id")))
-                          for r in df.collect())
-        table = rockstate.read_state(str(run.checkpoint), state_var=var)
-        values = [_arrow_values(table.column(c).combine_chunks()) for c in (*cols, "partition_id")]
-        assert expected, f"Spark's reader found no {var} state"
-        assert sorted(_normal(row) for row in zip(*values, strict=True)) == expected, var
+                         "spark.sql.streaming.stateStore.rowChecksum.enabled": str(checksums),
+                         "spark.sql.streaming.stateStore.encodingFormat": encoding})
+    _assert_variables_read_like_spark(spark, run.checkpoint, TWS_COLUMNS)
     with pytest.raises(rockstate.RockstateError, match="state_var"):
         rockstate.read_state(str(run.checkpoint))
-    written = rockstate.export(str(run.checkpoint), str(workdir / f"tws-export-{checksums}"))
+    written = rockstate.export(str(run.checkpoint),
+                               str(workdir / f"tws-export-{checksums}-{encoding}"))
     assert [p.rsplit("/", 1)[-1] for p in written] == \
         ["column_family=counts", "column_family=items", "column_family=total"]
+
+
+# The value state of _EvolvingProcessor: every type the Avro encoding has, nulls included.
+_RICH_FIELDS = ("i INT, l LONG, d DOUBLE, f FLOAT, s STRING, b BINARY, dec DECIMAL(12,3), "
+                "big DECIMAL(30,5), dt DATE, ts TIMESTAMP, ok BOOLEAN, arr ARRAY<INT>, "
+                "m MAP<STRING,LONG>, st STRUCT<a: INT, t: STRING>")
+
+
+class _EvolvingProcessor:
+    """A processor whose value state ``rich`` holds every Avro-encodable type; version 2 adds
+    a field to it and to the list ``events`` (transformWithState's schema evolution)."""
+
+    def __new__(cls, version: int):
+        from pyspark.sql.streaming import StatefulProcessor
+
+        class Processor(StatefulProcessor):
+            def init(self, handle) -> None:
+                # DDL strings: the driver-side worker that runs init has no SparkContext
+                extra = ", extra STRING" if version > 1 else ""
+                self.rich = handle.getValueState("rich", _RICH_FIELDS + extra)
+                self.events = handle.getListState("events", "n LONG, tag STRING" + extra)
+                self.seen = handle.getMapState("seen", "w STRING, k INT", "c LONG")
+
+            def handleInputRows(self, key, rows, timerValues):
+                import datetime as dt
+                import decimal as dec
+
+                import pandas as pd
+
+                n = 0
+                for pdf in rows:
+                    for v in pdf["value"]:
+                        n += 1
+                        self.events.appendValue(
+                            (int(v), None if v % 4 == 0 else f"t{v}",
+                             *([f"x{v}"] if version > 1 else [])))
+                        w = (f"w{v % 3}", int(v % 2))
+                        c = self.seen.getValue(w)[0] if self.seen.containsKey(w) else 0
+                        self.seen.updateValue(w, (c + 1,))
+                k = int(key[0][1:])
+                self.rich.update((
+                    k * n, -(k << 40) - n, k / 4 - 3.5, float(n) / 2, None if k % 3 == 0
+                    else f"s{k}-é", bytes([k, n, 0, 255]), dec.Decimal(f"{k * 7 - 50}.125"),
+                    dec.Decimal(f"-{k}12345678901234567890.00005"),
+                    dt.date(2026, 1 + k % 12, 1 + n % 28),
+                    dt.datetime(2026, 3, 1, k % 24, n % 60, 7, 125000), k % 2 == 0,
+                    list(range(k % 4)), {f"m{j}": j * n for j in range(k % 3)},
+                    None if k % 5 == 0 else (k, f"in{n}"),
+                    *([f"v2-{n}"] if version > 1 else [])))
+                yield pd.DataFrame({"key": [key[0]], "total": [n]})
+
+            def close(self) -> None:
+                pass
+
+        return Processor()
+
+
+@pytest.mark.parametrize("provider", TWS_PROVIDERS, ids=lambda p: p.rsplit(".", 1)[-1])
+def test_avro_state_of_every_type_and_an_evolved_schema_reads_like_spark(
+        spark, workdir: Path, provider: str):
+    """Avro-encoded state (every type it has, nulls at each depth) written by two versions of
+    a processor, the second adding fields: rows of both schema ids, read offline as Spark
+    reads them (the older rows with the added fields null)."""
+    started = []
+
+    def query(s):
+        started.append(len(started) + 1)
+        return (s.groupBy("key").transformWithStateInPandas(
+            _EvolvingProcessor(started[-1]), outputStructType="key STRING, total LONG",
+            outputMode="Update", timeMode="None"))
+
+    # Keys k6 to k12 stop at the restart: their rows keep the first schema's id.
+    batches = [[r for r in rows if b < 2 or int(r["key"][1:]) < 6]
+               for b, rows in enumerate(_batches(4))]
+    run = run_stream(spark, provider, query, batches, workdir=workdir, name="tws-evolve",
+                     schema=SCHEMA, restart_at=2, confs={
+                         "spark.sql.streaming.stateStore.encodingFormat": "avro"})
+    assert started == [1, 2]
+    columns = {"rich": ("key", "value"), "events": ("key", "list_element"),
+               "seen": ("key", "user_map_key", "user_map_value")}
+    _assert_variables_read_like_spark(spark, run.checkpoint, columns)
+    # Both schema ids are there, in values and within one list.
+    rich = rockstate.read_state(str(run.checkpoint), state_var="rich")
+    extras = dict(zip(rich.column("key").combine_chunks().field("key").to_pylist(),
+                      rich.column("value").combine_chunks().field("extra").to_pylist(),
+                      strict=True))
+    assert extras["k12"] is None and extras["k3"] is not None, extras
+    events = rockstate.read_state(str(run.checkpoint), state_var="events")
+    tags = [(k["key"], e["extra"]) for k, e in zip(events.column("key").to_pylist(),
+                                                   events.column("list_element").to_pylist(),
+                                                   strict=True)]
+    assert ("k3", None) in tags and any(k == "k3" and x for k, x in tags), tags
 
 
 @pytest.mark.skipif(len(TWS_PROVIDERS) < 2, reason="Spark 4.2+ runs transformWithState only "

@@ -49,6 +49,7 @@ from rockstate.unsaferow import decode_rows
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 SPARK_ROW_CHECKSUMS = "spark.sql.streaming.stateStore.rowChecksum.enabled"
 SPARK_MERGE_OPERATOR = "spark.sql.streaming.stateStore.rocksdb.mergeOperatorVersion"
+SPARK_ENCODING = "spark.sql.streaming.stateStore.encodingFormat"
 # Spark's state encoders put one version byte before every key and value's UnsafeRow.
 ENCODING_VERSION_BYTES = 1
 # Rows export decodes and writes at a time: its memory, whatever the state's size.
@@ -87,8 +88,8 @@ def _refuse_missing_partitions(loc: CheckpointLocation, operator: int, version: 
 def _recorded_confs(loc: CheckpointLocation) -> dict[str, str]:
     """The state confs Spark recorded in the offset log (empty when it has none): whether
     Spark's own provider (4.2+) wrote row checksums (``rowChecksum.enabled``: a checksum
-    header before each value, rockstate's layout over the key with its family id), and its
-    merge operator's version."""
+    header before each value, rockstate's layout over the key with its family id), its
+    merge operator's version, and the state encoding (UnsafeRow or Avro)."""
     try:
         return offsets.recorded_confs(loc)
     except (RockstateError, FileNotFoundError):
@@ -293,8 +294,9 @@ def plan_read(loc: CheckpointLocation, operator: int = 0, version: int | None = 
                for s in loc.stores(operator)
                if s.name == store and (partitions is None or s.partition in partitions)]
     delimited = True  # rockstate joins a key's values with ','
+    recorded = _recorded_confs(loc)
+    avro = recorded.get(SPARK_ENCODING, "unsaferow").strip().lower() == "avro"
     if not sources:  # Spark's own RocksDB provider
-        recorded = _recorded_confs(loc)
         checked = recorded.get(SPARK_ROW_CHECKSUMS, "false").strip().lower() == "true"
         # Merge operator version 2 (Spark 4.2+) joins a key's values without a delimiter;
         # a checkpoint that predates the setting has version 1 (Spark's rule).
@@ -325,7 +327,8 @@ def plan_read(loc: CheckpointLocation, operator: int = 0, version: int | None = 
         family = family_schemas(loc, operator, store)[state_var]
 
         def decode(keys: Rows, values: Rows, ids: Sequence[int]) -> pa.Table:
-            return tws.decode_variable(kinds[state_var], family, keys, values, ids, delimited)
+            return tws.decode_variable(kinds[state_var], family, keys, values, ids, delimited,
+                                       avro)
     else:
         if is_transform_with_state(loc, operator):
             from rockstate import tws

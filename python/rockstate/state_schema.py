@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 import posixpath
 import struct
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 from rockstate.errors import CorruptCheckpointError, RockstateError
 from rockstate.location import DEFAULT_STORE, CheckpointLocation
@@ -29,6 +30,9 @@ class FamilySchema:
     value: dict
     key_encoder: dict  # {"keyStateEncoderType": ..., "numColsPrefixKey": ...}
     user_key: dict | None
+    # Every value schema the family had, by schema id (Avro rows name the one they were
+    # written with; transformWithState's schema evolution adds ids, keys never change).
+    value_schemas: Mapping[int, dict] = field(default_factory=dict)
 
 
 def _utf(data: bytes, at: int) -> tuple[str, int]:
@@ -82,7 +86,7 @@ def v2_schemas(loc: CheckpointLocation, operator: int,
 def family_schemas(loc: CheckpointLocation, operator: int, store: str = "default",
                    batch: int | None = None) -> dict[str, FamilySchema]:
     """Every column family's schemas, from the newest schema file (format v3), or the newest
-    one written at or before ``batch``."""
+    one written at or before ``batch``; with every earlier value schema by its id."""
     top = loc.path("state", str(operator), "_stateSchema", store)
     # Spark names each schema file <batch>_<uuid>; anything else there is not one of them.
     numbered = {p: int(posixpath.basename(p).split("_")[0])
@@ -93,12 +97,19 @@ def family_schemas(loc: CheckpointLocation, operator: int, store: str = "default
     if not files:
         raise RockstateError(f"no state schema under {top}"
                              + ("" if batch is None else f" written by batch {batch} or before"))
-    try:
-        data = loc.fs.cat_file(files[-1])
-    except (IsADirectoryError, FileNotFoundError) as e:
-        raise CorruptCheckpointError(f"state schema {files[-1]} cannot be read ({e}).") \
-            from None
-    return parse_family_schemas(data, files[-1])
+    # Each file holds the schemas as of its batch; older ids stay readable from older files
+    # (a later file's schema of an id wins: a retried batch rewrites its file).
+    history: dict[str, dict[int, dict]] = {}
+    newest: dict[str, FamilySchema] = {}
+    for path in files:
+        try:
+            data = loc.fs.cat_file(path)
+        except (IsADirectoryError, FileNotFoundError) as e:
+            raise CorruptCheckpointError(f"state schema {path} cannot be read ({e}).") from None
+        newest = parse_family_schemas(data, path)
+        for name, f in newest.items():
+            history.setdefault(name, {}).update(f.value_schemas)
+    return {name: replace(f, value_schemas=history[name]) for name, f in newest.items()}
 
 
 def parse_family_schemas(data: bytes, where: str) -> dict[str, FamilySchema]:
@@ -113,9 +124,10 @@ def parse_family_schemas(data: bytes, where: str) -> dict[str, FamilySchema]:
         at += 4
         for _ in range(count):
             name, at = _utf(data, at)
-            at += 2  # key schema id
+            at += 2  # key schema id: key schemas never evolve
             key, at = _chunked(data, at)
-            at += 2  # value schema id
+            (value_id,) = struct.unpack_from(">h", data, at)
+            at += 2
             value, at = _chunked(data, at)
             encoder, at = _chunked(data, at)
             user_key, at = _chunked(data, at)
@@ -123,7 +135,8 @@ def parse_family_schemas(data: bytes, where: str) -> dict[str, FamilySchema]:
             schemas = [json.loads(key), json.loads(value), json.loads(encoder)]
             if not all(isinstance(x, dict) for x in [*schemas, user or {}]):
                 raise ValueError(f"the schemas of {name!r} are not JSON objects")
-            out[name] = FamilySchema(name, *schemas[:2], schemas[2], user)
+            out[name] = FamilySchema(name, *schemas[:2], schemas[2], user,
+                                     {value_id: schemas[1]})
     except (struct.error, ValueError, UnicodeDecodeError) as e:
         raise CorruptCheckpointError(f"state schema {where} is damaged ({e}).") from None
     return out

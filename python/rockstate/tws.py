@@ -9,7 +9,9 @@ Spark keeps each state variable in a column family of the operator's store. It r
 In Spark's RocksDB provider, a family's keys start with its id as a 2-byte little-endian
 number, as ``columnFamilyMapping`` in each version's metadata maps it.
 
-Encodings, after the family id (each row is one version byte and an UnsafeRow):
+Encodings, after the family id (each row is one version byte and an UnsafeRow; with the Avro
+encoding, a version byte, a 2-byte schema id and an Avro datum, ``avro_row``, except the
+grouping key prefix of a map key, which has no schema id):
 
 - Value state: the key is the grouping key row; the value is one row.
 - List state: the same key; the value is the list's rows, each preceded by its length as a
@@ -27,6 +29,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from rockstate import avro_row
 from rockstate.errors import CorruptCheckpointError, RockstateError
 from rockstate.location import CheckpointLocation
 from rockstate.operator_metadata import OperatorMetadata, read_operator_metadata
@@ -58,15 +61,28 @@ def _sub_schema(schema: dict, fields: slice) -> dict:
 
 
 def decode_variable(kind: str, family: FamilySchema, keys: Rows, values: Rows,
-                    partitions: Sequence[int], delimited: bool = True) -> pa.Table:
-    """One state variable's rows, with the columns Spark's ``statestore`` source gives it. A
-    list's elements are joined by ``,`` (rockstate; Spark's merge operator version 1), or
-    not ``delimited`` (Spark's version 2, 4.2+: a write's elements adjacent, writes joined by
+                    partitions: Sequence[int], delimited: bool = True,
+                    avro: bool = False) -> pa.Table:
+    """One state variable's rows, with the columns Spark's ``statestore`` source gives it,
+    from rows of the UnsafeRow encoding or, with ``avro``, of the Avro one. A list's
+    elements are joined by ``,`` (rockstate; Spark's merge operator version 1), or not
+    ``delimited`` (Spark's version 2, 4.2+: a write's elements adjacent, writes joined by
     ``,``), where a ``,`` is a delimiter only if the next element's length cannot start with
     it (an element of 44 bytes, say, has a length whose first byte is ``,``)."""
+
+    def key_rows(rows: Rows, schema: dict, schema_id: bool = True) -> pa.StructArray:
+        if avro:
+            return avro_row.decode_rows(rows, schema, schema_id=schema_id)
+        return decode_rows(rows, schema, ROW)
+
+    def value_rows(rows: Rows) -> pa.StructArray:
+        if avro:
+            return avro_row.decode_rows(rows, family.value, writers=family.value_schemas)
+        return decode_rows(rows, family.value, ROW)
+
     if kind == "ValueState":
-        return pa.table({"key": decode_rows(keys, family.key, ROW),
-                         "value": decode_rows(values, family.value, ROW),
+        return pa.table({"key": key_rows(keys, family.key),
+                         "value": value_rows(values),
                          "partition_id": pa.array(partitions, type=pa.int32())})
     keys, values = as_bytes(keys), as_bytes(values)  # lists and maps are split key by key
     if kind == "ListState":
@@ -92,8 +108,8 @@ def decode_variable(kind: str, family: FamilySchema, keys: Rows, values: Rows,
                     at += 1
                 elif fits is not None and at < len(v) and v[at] == ord(",") and not fits[at]:
                     at += 1  # a merge's delimiter, not the next element's length
-        return pa.table({"key": decode_rows(element_keys, family.key, ROW),
-                         "list_element": decode_rows(elements, family.value, ROW),
+        return pa.table({"key": key_rows(element_keys, family.key),
+                         "list_element": value_rows(elements),
                          "partition_id": pa.array(element_partitions, type=pa.int32())})
     if kind == "MapState":
         prefix_cols = int(family.key_encoder.get("numColsPrefixKey", 1))
@@ -105,10 +121,11 @@ def decode_variable(kind: str, family: FamilySchema, keys: Rows, values: Rows,
                                              f"for its {len(k)} bytes; the state is damaged.")
             prefixes.append(k[4:4 + n])
             rests.append(k[4 + n:])
-        grouping = decode_rows(prefixes, _sub_schema(family.key, slice(0, prefix_cols)), ROW)
-        user = decode_rows(rests, _sub_schema(family.key, slice(prefix_cols, None)), ROW)
+        grouping = key_rows(prefixes, _sub_schema(family.key, slice(0, prefix_cols)),
+                            schema_id=False)
+        user = key_rows(rests, _sub_schema(family.key, slice(prefix_cols, None)))
         return pa.table({"key": grouping.field(0), "user_map_key": user.field(0),
-                         "user_map_value": decode_rows(values, family.value, ROW),
+                         "user_map_value": value_rows(values),
                          "partition_id": pa.array(partitions, type=pa.int32())})
     raise RockstateError(f"state variables of kind {kind} are not supported yet")
 

@@ -1,14 +1,14 @@
 package io.rockstate.spark
 
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
-import org.apache.spark.sql.execution.streaming.state.{RangeKeyScanStateEncoderSpec, RocksDBKeyStateEncoder, RocksDBValueStateEncoder, UnsafeRowDataEncoder}
+import org.apache.spark.sql.execution.streaming.state.{RangeKeyScanStateEncoderSpec, RocksDBKeyStateEncoder, RocksDBValueStateEncoder}
 
 import io.rockstate.spark.line.SparkLine
 
 /**
  * Turns one column family's rows into RocksDB bytes and back. Rows are encoded by Spark's own
- * encoders (the same byte layout as Spark's RocksDB provider, including the order-preserving
- * range-scan encoding); a store with column families puts a 2-byte family id in front, so
+ * encoders, UnsafeRow or Avro as the query's `RowEncoding` says (the same byte layout as Spark's
+ * RocksDB provider, including the order-preserving range-scan encoding); a store with column families puts a 2-byte family id in front, so
  * every family is one contiguous key range of a single RocksDB instance.
  *
  * In a store with row checksums every value is sealed with the checksum of its key and value
@@ -17,7 +17,7 @@ import io.rockstate.spark.line.SparkLine
  * change feed gives it).
  */
 final class ColumnFamilyCodec(val name: String, val id: Int, useColumnFamilies: Boolean,
-    val spec: ColumnFamilySpec, checks: RowChecks) {
+    val spec: ColumnFamilySpec, checks: RowChecks, encoding: RowEncoding = RowEncoding.UnsafeRow) {
 
   val prefix: Array[Byte] =
     if (useColumnFamilies) ColumnFamilyCodec.prefixOf(id) else Array.emptyByteArray
@@ -26,7 +26,7 @@ final class ColumnFamilyCodec(val name: String, val id: Int, useColumnFamilies: 
   val upperBound: Option[Array[Byte]] =
     if (useColumnFamilies) Some(ColumnFamilyCodec.prefixOf(id + 1)) else None
 
-  private val dataEncoder = new UnsafeRowDataEncoder(spec.keySpec, spec.valueSchema)
+  private val dataEncoder = encoding.dataEncoder(name, spec)
   private val keyEncoder: RocksDBKeyStateEncoder = spec.keySpec.toEncoder(dataEncoder, useColumnFamilies)
   private val valueEncoder: RocksDBValueStateEncoder =
     SparkLine.valueEncoder(dataEncoder, spec.valueSchema, spec.multipleValues)

@@ -18,4 +18,5 @@ private[spark] final case class ProviderSetup(
     hadoopConf: Configuration,
     conf: RockstateConf,
     checkpointDir: StoreCheckpointDir,
-    cleaner: RetentionCleaner)
+    cleaner: RetentionCleaner,
+    encoding: RowEncoding)

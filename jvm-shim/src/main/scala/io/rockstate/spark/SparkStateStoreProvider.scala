@@ -44,19 +44,14 @@ abstract class SparkStateStoreProvider extends StateStoreProvider with Logging {
       hadoopConf: Configuration,
       useMultipleValuesPerKey: Boolean,
       stateSchemaProvider: Option[StateSchemaProvider]): Unit = {
-    val encoding = storeConfs.stateStoreEncodingFormat
-    if (!encoding.equalsIgnoreCase("unsaferow")) {
-      throw new UnsupportedOperationException(
-        s"rockstate stores state in Spark's UnsafeRow format; the query asks for '$encoding' " +
-          "(spark.sql.streaming.stateStore.encodingFormat). Set it to 'unsaferow'.")
-    }
+    val encoding = RowEncoding.of(storeConfs.stateStoreEncodingFormat, stateSchemaProvider)
     val conf = RockstateConf.from(storeConfs.sqlConfs ++ storeConfs.extraOptions,
       storeConfs.minVersionsToRetain)
     val dir = new StoreCheckpointDir(stateStoreId.storeCheckpointLocation(), hadoopConf)
     val family = ColumnFamilySpec(keySchema, valueSchema, keyStateEncoderSpec,
       useMultipleValuesPerKey)
     setup = ProviderSetup(stateStoreId, keySchema, valueSchema, family, useColumnFamilies, storeConfs,
-      hadoopConf, conf, dir, new RetentionCleaner(dir, conf))
+      hadoopConf, conf, dir, new RetentionCleaner(dir, conf), encoding)
     declared.put(StateStore.DEFAULT_COL_FAMILY_NAME, family)
     // Found again by path, so a restarted query on this executor recovers locally.
     val local = LocalStoreFiles.forStore(dir.root.toUri.toString,
@@ -331,7 +326,7 @@ abstract class SparkStateStoreProvider extends StateStoreProvider with Logging {
       cached.checksummed == checksums) cached
     else {
       val c = new ColumnFamilyCodec(name, id, setup.useColumnFamilies, spec,
-        rowChecksOf(checksums))
+        rowChecksOf(checksums), setup.encoding)
       codecCache.put((name, id), c)
       c
     }

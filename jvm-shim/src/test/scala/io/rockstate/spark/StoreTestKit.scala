@@ -48,7 +48,8 @@ trait StoreTestKit extends BeforeAndAfterEach { this: Suite =>
       extra: Map[String, String] = Map.empty,
       executor: Int = 0,
       checkpoint: File = null,
-      scheme: String = "file"): RockstateStateStoreProvider = {
+      scheme: String = "file",
+      schemas: Option[StateSchemaProvider] = None): RockstateStateStoreProvider = {
     val p = new RockstateStateStoreProvider
     val sqlConf = new org.apache.spark.sql.internal.SQLConf
     sqlConf.setConfString("spark.sql.streaming.minBatchesToRetain", "3")
@@ -56,7 +57,7 @@ trait StoreTestKit extends BeforeAndAfterEach { this: Suite =>
     extra.foreach { case (k, v) => sqlConf.setConfString(k, v) }
     val location = Option(checkpoint).getOrElse(new File(root, "checkpoint"))
     p.init(StateStoreId(s"$scheme://${location.getAbsolutePath}", 0, 0), keySchema, valueSchema,
-      spec, useColumnFamilies, new StateStoreConf(sqlConf, Map.empty), hadoopConf, multi, None)
+      spec, useColumnFamilies, new StateStoreConf(sqlConf, Map.empty), hadoopConf, multi, schemas)
     open += p
     p
   }
