@@ -6,10 +6,11 @@ Usage (with the python of a venv that has pyspark and rockstate installed):
     /work/venvs/py4.0.5/bin/python dev/pyspark-tws-suite/run.py spark
     .../python run.py rockstate --files test_pandas_transform_with_state.py -k "map_state"
 
-The tests come from spark-<line>/ beside this script (see fetch.sh for their source), picked
-by the installed pyspark's major.minor. They are copied to a temporary directory with their
-`pyspark.sql.tests.pandas.{helper,streaming}.` imports made flat (the pyspark wheel has no
-`pyspark.sql.tests` package) and run with pytest. With `rockstate`, a conftest wraps every test
+The tests are the installed pyspark's own: the wheel does not install `pyspark.sql.tests`, but
+it ships the whole Python tree of its release in `pyspark/python/lib/pyspark.zip` (what Spark's
+Python workers import), tests included. The transformWithState test modules are extracted from
+it to a temporary directory with their `pyspark.sql.tests.pandas.{helper,streaming}.` imports
+made flat, and run with pytest. With `rockstate`, a conftest wraps every test
 class's `conf()` so that the SparkContext starts with exactly what `rockstate.configure()` puts
 on a builder (the jar in spark.jars, the plugin, the provider class); the tests' own setting
 of Spark's RocksDBStateStoreProvider is overridden. With `spark` the tests run unmodified.
@@ -27,9 +28,9 @@ import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
+import zipfile
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
 
 CONFTEST = '''
 import os
@@ -74,13 +75,35 @@ if PROVIDER == "rockstate":
 '''
 
 
-def prepare(line_dir: Path, work: Path) -> list[str]:
+# The transformWithState tests in the zip: 4.0 has one module, 4.1+ a helper and a folder.
+TWS_TESTS = re.compile(
+    r"pyspark/sql/tests/pandas/(test_pandas_transform_with_state\.py"
+    r"|helper/helper_pandas_transform_with_state\.py"
+    r"|streaming/test_(pandas_)?transform_with_state\w*\.py)$")
+
+
+def tests_zip() -> Path:
+    import pyspark
+
+    path = Path(pyspark.__file__).parent / "python" / "lib" / "pyspark.zip"
+    if not path.is_file():
+        sys.exit(f"pyspark {pyspark.__version__} has no {path}: its tests cannot be found")
+    return path
+
+
+def prepare(work: Path) -> list[str]:
+    """Writes the installed pyspark's transformWithState tests into `work`; their names."""
     names = []
-    for src in sorted(line_dir.glob("*.py")):
-        text = re.sub(r"pyspark\.sql\.tests\.pandas\.(helper|streaming)\.", "", src.read_text())
-        (work / src.name).write_text(text)
-        if src.name.startswith("test_"):
-            names.append(src.name)
+    with zipfile.ZipFile(tests_zip()) as zf:
+        for member in sorted(n for n in zf.namelist() if TWS_TESTS.search(n)):
+            name = member.rsplit("/", 1)[1]
+            text = re.sub(r"pyspark\.sql\.tests\.pandas\.(helper|streaming)\.", "",
+                          zf.read(member).decode())
+            (work / name).write_text(text)
+            if name.startswith("test_"):
+                names.append(name)
+    if not names:
+        sys.exit(f"no transformWithState tests in {tests_zip()}")
     (work / "conftest.py").write_text(CONFTEST)
     return names
 
@@ -109,16 +132,12 @@ def main() -> int:
     args = ap.parse_args()
 
     line = ".".join(pyspark.__version__.split(".")[:2])
-    line_dir = HERE / f"spark-{line}"
-    if not line_dir.is_dir():
-        sys.exit(f"no tests stored for pyspark {pyspark.__version__} ({line_dir} missing)")
     out = Path(args.out or tempfile.mkdtemp(prefix=f"tws-{line}-{args.provider}-")).resolve()
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="tws-suite-"))
     try:
-        files = args.files or prepare(line_dir, work)
-        if args.files:
-            prepare(line_dir, work)  # still copies everything: the tests import each other
+        found = prepare(work)  # every module: the tests import each other
+        files = args.files or found
         cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA",
                f"--junitxml={out / 'junit.xml'}", *files]
         if args.keyword:
@@ -126,7 +145,7 @@ def main() -> int:
         # Python workers must run this interpreter's pyspark, not a `python3` off PATH.
         env = {**os.environ, "TWS_SUITE_PROVIDER": args.provider,
                "PYSPARK_PYTHON": sys.executable}
-        print(f"pyspark {pyspark.__version__}, provider {args.provider}, tests from {line_dir}")
+        print(f"pyspark {pyspark.__version__}, provider {args.provider}, tests from {tests_zip()}")
         print(f"log: {out / 'pytest.log'}", flush=True)
         with open(out / "pytest.log", "w") as log:
             proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT,
