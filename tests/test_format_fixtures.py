@@ -151,8 +151,9 @@ def _as_lists(value):
 def test_transform_with_state_fixture_reads_as_spark_read_it(fixture: str,
                                                              tmp_path: Path) -> None:
     """A rockstate store with column families (transformWithStateInPandas on Spark 4.0: value,
-    list and map state) reads, one state variable at a time, to the rows Spark's `statestore`
-    source read from it when it was written."""
+    list and map state, in the UnsafeRow and, `-avro`, the Avro encoding) reads, one state
+    variable at a time, to the rows Spark's `statestore` source read from it when it was
+    written."""
     from rockstate.read import export, read_state
 
     expected = json.loads((TWS_FIXTURES / fixture / "expected.json").read_text())
