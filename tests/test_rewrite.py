@@ -409,6 +409,19 @@ def test_transform_with_state_fixture_rescales_on_every_line(spark, tmp_path: Pa
     assert [i["numPartitions"] for i in meta["stateStoreInfo"]] == [3]
 
 
+def test_avro_encoded_state_is_refused_by_a_rewrite_and_left_as_it_was(spark, tmp_path: Path):
+    """A rewrite places keys by decoding them, in the UnsafeRow encoding only: the Avro
+    fixture's rescale is refused naming the encoding, and the checkpoint is untouched."""
+    fixture = Path(__file__).parent / "fixtures" / "transform-with-state" / "spark-4.0-avro"
+    checkpoint = tmp_path / "checkpoint"
+    shutil.copytree(fixture / "checkpoint", checkpoint)
+    listing = sorted(str(p.relative_to(checkpoint)) for p in checkpoint.rglob("*"))
+    with pytest.raises(rockstate.RockstateError, match=r"encoded as avro.*nothing was written"):
+        rescale(spark, str(checkpoint), 3)
+    assert sorted(str(p.relative_to(checkpoint)) for p in checkpoint.rglob("*")) == listing
+    assert read_state(str(checkpoint), 0, state_var="total").num_rows > 0
+
+
 def _without_partition(rows: list[dict]) -> list[str]:
     return sorted(json.dumps({k: v for k, v in r.items() if k != "partition_id"},
                              sort_keys=True) for r in rows)

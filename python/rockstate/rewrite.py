@@ -250,22 +250,27 @@ def _stores(ckpt: WritableLocation, batch: int) -> list[_Store]:
 def _refuse_unmovable_families(spark: Any, ckpt: WritableLocation, stores: list[_Store],
                                confs: dict[str, str], provider: str, target: str) -> None:
     """transformWithState state moves between rockstate and Spark's RocksDB provider (the
-    providers with column families), in Spark's default row encoding; into rockstate from
-    elsewhere only on a line where rockstate serves it (the restarted query must start)."""
+    providers with column families), and within either, in Spark's default row encoding only;
+    into rockstate from elsewhere only on a line where rockstate serves it (the restarted
+    query must start)."""
     from rockstate.spark_lines import find
 
     tws = [s for s in stores if s.column_families]
-    if not tws or (provider, target) == (PROVIDER_CLASS, PROVIDER_CLASS):
+    if not tws:
         return
     what = (f"rockstate: operator {tws[0].operator_id} ({tws[0].operator_name}) of {ckpt.url} "
             f"is a transformWithState operator with state on {provider}")
-    if provider not in (PROVIDER_CLASS, SPARK_ROCKSDB):
-        raise RockstateError(f"{what}; rockstate moves such state from rockstate or Spark's "
-                             "RocksDB provider only (nothing was written).")
-    if confs.get(_ENCODING_KEY, "unsaferow") != "unsaferow":
+    # A rewrite places rows by decoding their keys, which it does in Spark's default encoding
+    # only; rockstate writes Avro-encoded state too (4.0/4.1), so this holds for every move.
+    if confs.get(_ENCODING_KEY, "unsaferow").strip().lower() != "unsaferow":
         raise RockstateError(
             f"{what}, encoded as {confs[_ENCODING_KEY]} ({_ENCODING_KEY}); rockstate moves "
             "transformWithState state in the unsaferow encoding only (nothing was written).")
+    if (provider, target) == (PROVIDER_CLASS, PROVIDER_CLASS):
+        return
+    if provider not in (PROVIDER_CLASS, SPARK_ROCKSDB):
+        raise RockstateError(f"{what}; rockstate moves such state from rockstate or Spark's "
+                             "RocksDB provider only (nothing was written).")
     line = find(spark.version)
     if target == PROVIDER_CLASS and line is not None and not line.transform_with_state:
         raise RockstateError(
