@@ -2,8 +2,8 @@
 
 Usage (with the python of a venv that has pyspark and rockstate installed):
 
-    /work/venvs/py4.0.5/bin/python dev/pyspark-tws-suite/run.py rockstate
-    /work/venvs/py4.0.5/bin/python dev/pyspark-tws-suite/run.py spark
+    $VENV/bin/python dev/pyspark-tws-suite/run.py rockstate
+    $VENV/bin/python dev/pyspark-tws-suite/run.py spark
     .../python run.py rockstate --files test_pandas_transform_with_state.py -k "map_state"
 
 The tests are the installed pyspark's own: the wheel does not install `pyspark.sql.tests`, but
@@ -30,7 +30,6 @@ import tempfile
 import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path
-
 
 CONFTEST = '''
 import os
