@@ -24,8 +24,6 @@ schema resolution does. Keys are read with the current key schema (key schemas n
 
 from __future__ import annotations
 
-import decimal
-import re
 import struct
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -34,10 +32,15 @@ import pyarrow as pa
 
 from rockstate.errors import CorruptCheckpointError
 from rockstate.packed_entries import Rows, as_bytes
-from rockstate.unsaferow import UnsupportedTypeError, arrow_type
+from rockstate.unsaferow import (
+    UnsupportedTypeError,
+    arrow_type,
+    decimal_precision,
+    decimal_value,
+    is_decimal,
+)
 
 VERSION = 0  # Spark's STATE_ENCODING_VERSION: the first byte of every row
-_DECIMAL = re.compile(r"decimal\((\d+),\s*(-?\d+)\)")
 _VARINT = frozenset({"byte", "short", "integer", "date", "long", "timestamp", "timestamp_ntz"})
 _NULL = frozenset({"null", "void"})
 
@@ -140,11 +143,10 @@ def _value(r: _Reader, t: Any) -> Any:
             return r.take(r.long()).decode("utf-8")
         if t == "binary":
             return r.take(r.long())
-        m = _DECIMAL.fullmatch("decimal(10,0)" if t == "decimal" else t)
-        if m:
-            precision, scale = int(m.group(1)), int(m.group(2))
+        if is_decimal(t):
+            precision, scale = decimal_precision(t)
             unscaled = int.from_bytes(r.take(_decimal_bytes(precision)), "big", signed=True)
-            return decimal.Decimal(unscaled).scaleb(-scale)
+            return decimal_value(unscaled, scale)
         raise UnsupportedTypeError(f"Spark type {t!r} has no Avro state encoding")
     kind = t.get("type")
     if kind == "struct":

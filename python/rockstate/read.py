@@ -294,9 +294,9 @@ def plan_read(loc: CheckpointLocation, operator: int = 0, version: int | None = 
                for s in loc.stores(operator)
                if s.name == store and (partitions is None or s.partition in partitions)]
     delimited = True  # rockstate joins a key's values with ','
-    recorded = _recorded_confs(loc)
-    avro = recorded.get(SPARK_ENCODING, "unsaferow").strip().lower() == "avro"
+    recorded: dict[str, str] | None = None  # the offset log's confs, read where they matter
     if not sources:  # Spark's own RocksDB provider
+        recorded = _recorded_confs(loc)
         checked = recorded.get(SPARK_ROW_CHECKSUMS, "false").strip().lower() == "true"
         # Merge operator version 2 (Spark 4.2+) joins a key's values without a delimiter;
         # a checkpoint that predates the setting has version 1 (Spark's rule).
@@ -324,7 +324,10 @@ def plan_read(loc: CheckpointLocation, operator: int = 0, version: int | None = 
         if state_var not in kinds:
             raise RockstateError(f"operator {operator} has no state variable {state_var!r} "
                                  f"(it has {sorted(kinds)})")
-        family = family_schemas(loc, operator, store)[state_var]
+        recorded = _recorded_confs(loc) if recorded is None else recorded
+        avro = recorded.get(SPARK_ENCODING, "unsaferow").strip().lower() == "avro"
+        # Avro rows name the schema they were written with: every earlier one is needed.
+        family = family_schemas(loc, operator, store, value_history=avro)[state_var]
 
         def decode(keys: Rows, values: Rows, ids: Sequence[int]) -> pa.Table:
             return tws.decode_variable(kinds[state_var], family, keys, values, ids, delimited,

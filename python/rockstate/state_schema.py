@@ -84,9 +84,11 @@ def v2_schemas(loc: CheckpointLocation, operator: int,
 
 
 def family_schemas(loc: CheckpointLocation, operator: int, store: str = "default",
-                   batch: int | None = None) -> dict[str, FamilySchema]:
+                   batch: int | None = None, value_history: bool = False
+                   ) -> dict[str, FamilySchema]:
     """Every column family's schemas, from the newest schema file (format v3), or the newest
-    one written at or before ``batch``; with every earlier value schema by its id."""
+    one written at or before ``batch``; with ``value_history``, every earlier value schema by
+    its id too (read from the earlier files: what Avro-encoded rows need)."""
     top = loc.path("state", str(operator), "_stateSchema", store)
     # Spark names each schema file <batch>_<uuid>; anything else there is not one of them.
     numbered = {p: int(posixpath.basename(p).split("_")[0])
@@ -101,7 +103,7 @@ def family_schemas(loc: CheckpointLocation, operator: int, store: str = "default
     # (a later file's schema of an id wins: a retried batch rewrites its file).
     history: dict[str, dict[int, dict]] = {}
     newest: dict[str, FamilySchema] = {}
-    for path in files:
+    for path in files if value_history else files[-1:]:
         try:
             data = loc.fs.cat_file(path)
         except (IsADirectoryError, FileNotFoundError) as e:

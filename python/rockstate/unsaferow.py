@@ -76,16 +76,19 @@ def _bitset_words(n: int) -> int:
     return (n + 63) // 64
 
 
-def _decimal_value(unscaled: int, scale: int) -> decimal.Decimal:
+def decimal_value(unscaled: int, scale: int) -> decimal.Decimal:
+    """A decimal from its unscaled integer and scale."""
     return decimal.Decimal(unscaled).scaleb(-scale)
 
 
-def _decimal_precision(spark_type: Any) -> tuple[int, int]:
+def decimal_precision(spark_type: Any) -> tuple[int, int]:
+    """(precision, scale) of a Spark decimal type (``decimal`` alone: Spark's 10, 0)."""
     m = _DECIMAL.fullmatch(spark_type) if isinstance(spark_type, str) else None
     return (int(m.group(1)), int(m.group(2))) if m else (10, 0)
 
 
-def _is_decimal(spark_type: Any) -> bool:
+def is_decimal(spark_type: Any) -> bool:
+    """Whether a Spark type (as JSON) is a decimal."""
     return isinstance(spark_type, str) and spark_type.startswith("decimal")
 
 
@@ -103,10 +106,10 @@ def _slot_value(buf: bytes, base: int, slot: int, spark_type: Any) -> Any:
         return raw
     if spark_type in ("void", "null"):
         return None
-    if _is_decimal(spark_type):
-        precision, scale = _decimal_precision(spark_type)
+    if is_decimal(spark_type):
+        precision, scale = decimal_precision(spark_type)
         if precision <= 18:
-            return _decimal_value(struct.unpack_from("<q", buf, slot)[0], scale)
+            return decimal_value(struct.unpack_from("<q", buf, slot)[0], scale)
     word = struct.unpack_from("<q", buf, slot)[0]
     offset, size = base + (word >> 32), word & 0xFFFFFFFF
     body = buf[offset:offset + size]
@@ -114,9 +117,9 @@ def _slot_value(buf: bytes, base: int, slot: int, spark_type: Any) -> Any:
         return body.decode("utf-8")
     if spark_type == "binary":
         return bytes(body)
-    if _is_decimal(spark_type):
-        return _decimal_value(int.from_bytes(body, "big", signed=True),
-                              _decimal_precision(spark_type)[1])
+    if is_decimal(spark_type):
+        return decimal_value(int.from_bytes(body, "big", signed=True),
+                              decimal_precision(spark_type)[1])
     kind = spark_type.get("type") if isinstance(spark_type, dict) else None
     if kind == "struct":
         return _row_dict(buf, offset, spark_type)
@@ -152,7 +155,7 @@ def _array(buf: bytes, base: int, element: Any) -> list:
     width = 8
     if isinstance(element, str) and element in _FIXED:
         width = _FIXED[element][1]
-    elif _is_decimal(element) and _decimal_precision(element)[0] <= 18:
+    elif is_decimal(element) and decimal_precision(element)[0] <= 18:
         width = 8
     return [None if _is_null(buf, bitset, i) else
             _slot_value(buf, base, elements + width * i, element) for i in range(n)]

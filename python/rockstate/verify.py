@@ -245,9 +245,10 @@ def _open_snapshot(loc: CheckpointLocation, store: StoreRef, s: SnapshotManifest
                 if row_checksums_from is None:
                     for _ in items:  # every row read: RocksDB checks its blocks
                         pass
-                while chunk := list(itertools.islice(items, ROWS_PER_CHECK)):
-                    row_checksum.open_lists([k[row_checksums_from:] for k, _ in chunk],
-                                            [v for _, v in chunk], where)
+                else:
+                    while chunk := list(itertools.islice(items, ROWS_PER_CHECK)):
+                        row_checksum.open_lists([k[row_checksums_from:] for k, _ in chunk],
+                                                [v for _, v in chunk], where)
         except CorruptCheckpointError as e:
             return str(e)
     return None

@@ -7,9 +7,10 @@ import io.rockstate.spark.line.SparkLine
 
 /**
  * Turns one column family's rows into RocksDB bytes and back. Rows are encoded by Spark's own
- * encoders, UnsafeRow or Avro as the query's `RowEncoding` says (the same byte layout as Spark's
- * RocksDB provider, including the order-preserving range-scan encoding); a store with column families puts a 2-byte family id in front, so
- * every family is one contiguous key range of a single RocksDB instance.
+ * encoders, UnsafeRow or Avro as the query's `RowEncoding` says (the same byte layout as
+ * Spark's RocksDB provider, including the order-preserving range-scan encoding); a store with
+ * column families puts a 2-byte family id in front, so every family is one contiguous key
+ * range of a single RocksDB instance.
  *
  * In a store with row checksums every value is sealed with the checksum of its key and value
  * (`RowChecks`), and opened, checked as the store's sampler says, on every read. Value methods
@@ -17,7 +18,7 @@ import io.rockstate.spark.line.SparkLine
  * change feed gives it).
  */
 final class ColumnFamilyCodec(val name: String, val id: Int, useColumnFamilies: Boolean,
-    val spec: ColumnFamilySpec, checks: RowChecks, encoding: RowEncoding = RowEncoding.UnsafeRow) {
+    val spec: ColumnFamilySpec, checks: RowChecks, encoding: RowEncoding) {
 
   val prefix: Array[Byte] =
     if (useColumnFamilies) ColumnFamilyCodec.prefixOf(id) else Array.emptyByteArray

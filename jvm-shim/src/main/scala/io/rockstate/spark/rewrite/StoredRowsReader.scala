@@ -5,7 +5,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.execution.streaming.state.StateStoreId
 
-import io.rockstate.spark.{ColumnFamilyCodec, RowChecks}
+import io.rockstate.spark.{ColumnFamilyCodec, RowChecks, RowEncoding}
 
 /**
  * Reads one old partition of a transformWithState store, on an executor: every row of every
@@ -31,9 +31,10 @@ object StoredRowsReader {
       val rows = rockstate.storedRows(family)
       layouts.get(family) match {
         case Some(layout) =>
-          // Keys only: the values `storedRows` gives are opened already.
+          // Keys only: the values `storedRows` gives are opened already. UnsafeRow keys:
+          // rewrites refuse Avro-encoded state before they start (rockstate.rewrite).
           val codec = new ColumnFamilyCodec(family, ids(family), true, layout.storedSpec,
-            new RowChecks(None, id.toString))
+            new RowChecks(None, id.toString), RowEncoding.UnsafeRow)
           val placement = new FamilyPlacement(layout, partitions)
           rows.map { case (k, v) =>
             (placement.partitionOf(codec.decodeStoredKey(k)), StoredRow(family, k, v))
