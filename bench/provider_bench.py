@@ -50,9 +50,11 @@ A provider named ``rockstate:<setting>=<value>[+...]`` runs rockstate with those
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -344,6 +346,22 @@ def open_files(pid: int) -> int:
         return 0
 
 
+def _run_child(cmd: list[str]) -> tuple[str, str]:
+    """Runs one provider's child and returns its output. The child runs in a session of its
+    own, writing to files rather than pipes: a JVM it leaves behind (once seen at 16M keys,
+    alive and idle after its Python exited) is killed with the session instead of holding
+    the pipes open and the whole bench with them."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        child = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=os.environ,
+                                 start_new_session=True)
+        child.wait()
+        with contextlib.suppress(ProcessLookupError):  # nothing left in the session
+            os.killpg(child.pid, signal.SIGKILL)
+        out.seek(0)
+        err.seek(0)
+        return out.read(), err.read()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -401,10 +419,10 @@ def main() -> int:
                "--maintenance-interval", args.maintenance_interval,
                "--snapshot-every", str(args.snapshot_every),
                "--checkpoint-format", str(args.checkpoint_format), "--master", args.master]
-        out = subprocess.run(cmd, capture_output=True, text=True, env=os.environ, check=False)
-        line = next((ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")), None)
+        stdout, stderr = _run_child(cmd)
+        line = next((ln for ln in stdout.splitlines() if ln.startswith("RESULT ")), None)
         if line is None:
-            print(f"{name} failed:\n{out.stderr[-3000:]}", file=sys.stderr)
+            print(f"{name} failed:\n{stderr[-3000:]}", file=sys.stderr)
             return 1
         runs.setdefault(name, []).append(json.loads(line[len("RESULT "):]))
     results = {name: _median_run(rs) for name, rs in runs.items()}
