@@ -303,16 +303,19 @@ def _family_rows(checkpoint: Path | str) -> dict[tuple[int, int, str], int]:
 
 
 # transformWithState (rockstate serves it on 4.0 and 4.1): (API, time mode, provider and
-# partitions before, provider and partitions after). Event time keeps timers (both their
-# indexes), processing time TTL indexes; each way across providers once, rescaling too.
+# partitions before, provider and partitions after, state encoding). Event time keeps timers
+# (both their indexes), processing time TTL indexes; each way across providers once,
+# rescaling too; Avro once within rockstate (its keys placed by decoding them from Avro).
 ROCKSTATE = rockstate.PROVIDER_CLASS
 TWS_CASES = {
-    "python-event-time-4-to-7": ("python", "EventTime", ROCKSTATE, 4, ROCKSTATE, 7),
+    "python-event-time-4-to-7": ("python", "EventTime", ROCKSTATE, 4, ROCKSTATE, 7, "unsaferow"),
+    "python-event-time-avro-4-to-7": ("python", "EventTime", ROCKSTATE, 4, ROCKSTATE, 7, "avro"),
     "python-processing-time-from-spark-rocksdb-4-to-7": (
-        "python", "ProcessingTime", SPARK_ROCKSDB, 4, ROCKSTATE, 7),
+        "python", "ProcessingTime", SPARK_ROCKSDB, 4, ROCKSTATE, 7, "unsaferow"),
     "scala-event-time-to-spark-rocksdb-8-to-3": (
-        "scala", "EventTime", ROCKSTATE, 8, SPARK_ROCKSDB, 3),
-    "scala-processing-time-8-to-3": ("scala", "ProcessingTime", ROCKSTATE, 8, ROCKSTATE, 3),
+        "scala", "EventTime", ROCKSTATE, 8, SPARK_ROCKSDB, 3, "unsaferow"),
+    "scala-processing-time-8-to-3": (
+        "scala", "ProcessingTime", ROCKSTATE, 8, ROCKSTATE, 3, "unsaferow"),
 }
 
 
@@ -326,11 +329,11 @@ def test_transform_with_state_rescaled_like_the_oracle(cluster_spark, workdir: P
     of each partition (TTL indexes included). On 4.2+, where only Spark's provider runs
     transformWithState, a migration into rockstate is refused, saying why."""
     spark = cluster_spark
-    api, mode, start_provider, before, end_provider, after = TWS_CASES[case]
+    api, mode, start_provider, before, end_provider, after, encoding = TWS_CASES[case]
     build = tally(api, mode)
-    # In processing time Spark runs a batch whenever idle: only batches with data.
-    confs = {} if mode == "EventTime" else {
-        "spark.sql.streaming.noDataMicroBatches.enabled": "false"}
+    confs = {"spark.sql.streaming.stateStore.encodingFormat": encoding}
+    if mode == "ProcessingTime":  # Spark then runs a batch whenever idle: only batches with data
+        confs["spark.sql.streaming.noDataMicroBatches.enabled"] = "false"
 
     def run(provider: str, name: str, partitions: int, **kwargs) -> StreamRun:
         return run_stream(spark, provider, build, kwargs.pop("batches", BATCHES),
@@ -378,11 +381,17 @@ def test_transform_with_state_rescaled_like_the_oracle(cluster_spark, workdir: P
     _assert_verified(mine.checkpoint, end_provider)
 
 
-def test_transform_with_state_fixture_rescales_on_every_line(spark, tmp_path: Path):
+# rockstate's transformWithState fixtures written on 4.0: Spark's default row encoding, and
+# Avro (each value after the id of the schema it was written with).
+TWS_FIXTURES = ("spark-4.0", "spark-4.0-avro")
+
+
+@pytest.mark.parametrize("name", TWS_FIXTURES)
+def test_transform_with_state_fixture_rescales_on_every_line(spark, tmp_path: Path, name: str):
     """rockstate's transformWithState checkpoint written on 4.0 (value, list and map state in
     one partition), rescaled to 3 partitions by this line's jar: every row of every variable
     keeps its value and sits in partition pmod(hash(key), 3)."""
-    fixture = Path(__file__).parent / "fixtures" / "transform-with-state" / "spark-4.0"
+    fixture = Path(__file__).parent / "fixtures" / "transform-with-state" / name
     checkpoint = tmp_path / "checkpoint"
     shutil.copytree(fixture / "checkpoint", checkpoint)
     variables = sorted(tws.state_variables(CheckpointLocation(str(checkpoint)), 0))
@@ -409,33 +418,22 @@ def test_transform_with_state_fixture_rescales_on_every_line(spark, tmp_path: Pa
     assert [i["numPartitions"] for i in meta["stateStoreInfo"]] == [3]
 
 
-def test_avro_encoded_state_is_refused_by_a_rewrite_and_left_as_it_was(spark, tmp_path: Path):
-    """A rewrite places keys by decoding them, in the UnsafeRow encoding only: the Avro
-    fixture's rescale is refused naming the encoding, and the checkpoint is untouched."""
-    fixture = Path(__file__).parent / "fixtures" / "transform-with-state" / "spark-4.0-avro"
-    checkpoint = tmp_path / "checkpoint"
-    shutil.copytree(fixture / "checkpoint", checkpoint)
-    listing = sorted(str(p.relative_to(checkpoint)) for p in checkpoint.rglob("*"))
-    with pytest.raises(rockstate.RockstateError, match=r"encoded as avro.*nothing was written"):
-        rescale(spark, str(checkpoint), 3)
-    assert sorted(str(p.relative_to(checkpoint)) for p in checkpoint.rglob("*")) == listing
-    assert read_state(str(checkpoint), 0, state_var="total").num_rows > 0
-
-
 def _without_partition(rows: list[dict]) -> list[str]:
     return sorted(json.dumps({k: v for k, v in r.items() if k != "partition_id"},
                              sort_keys=True) for r in rows)
 
 
+@pytest.mark.parametrize("name", TWS_FIXTURES)
 def test_transform_with_state_fixture_moves_across_providers_on_every_line(spark,
-                                                                          tmp_path: Path):
+                                                                          tmp_path: Path,
+                                                                          name: str):
     """The same fixture (restored from a savepoint: Spark's operator metadata names its schema
     files by absolute path) out of rockstate into Spark's RocksDB provider (3 partitions),
     then rescaled there (2), then back into rockstate where this line runs transformWithState
     on it (refused, saying why, where it does not): after each step every variable holds the
     same rows, in partition pmod(hash(key), N), read offline and by Spark's state reader; the
     old provider's files are moved aside."""
-    fixture = Path(__file__).parent / "fixtures" / "transform-with-state" / "spark-4.0"
+    fixture = Path(__file__).parent / "fixtures" / "transform-with-state" / name
     rockstate.savepoint(str(fixture / "checkpoint"), str(tmp_path / "savepoint"))
     checkpoint = tmp_path / "checkpoint"
     rockstate.restore(str(tmp_path / "savepoint"), str(checkpoint))

@@ -250,9 +250,9 @@ def _stores(ckpt: WritableLocation, batch: int) -> list[_Store]:
 def _refuse_unmovable_families(spark: Any, ckpt: WritableLocation, stores: list[_Store],
                                confs: dict[str, str], provider: str, target: str) -> None:
     """transformWithState state moves between rockstate and Spark's RocksDB provider (the
-    providers with column families), and within either, in Spark's default row encoding only;
-    into rockstate from elsewhere only on a line where rockstate serves it (the restarted
-    query must start)."""
+    providers with column families), and within either, in either row encoding (UnsafeRow or
+    Avro); into rockstate from elsewhere only on a line where rockstate serves it (the
+    restarted query must start)."""
     from rockstate.spark_lines import find
 
     tws = [s for s in stores if s.column_families]
@@ -260,12 +260,11 @@ def _refuse_unmovable_families(spark: Any, ckpt: WritableLocation, stores: list[
         return
     what = (f"rockstate: operator {tws[0].operator_id} ({tws[0].operator_name}) of {ckpt.url} "
             f"is a transformWithState operator with state on {provider}")
-    # A rewrite places rows by decoding their keys, which it does in Spark's default encoding
-    # only; rockstate writes Avro-encoded state too (4.0/4.1), so this holds for every move.
-    if confs.get(_ENCODING_KEY, "unsaferow").strip().lower() != "unsaferow":
+    encoding = confs.get(_ENCODING_KEY, "unsaferow").strip().lower()
+    if encoding not in ("unsaferow", "avro"):
         raise RockstateError(
-            f"{what}, encoded as {confs[_ENCODING_KEY]} ({_ENCODING_KEY}); rockstate moves "
-            "transformWithState state in the unsaferow encoding only (nothing was written).")
+            f"{what}, encoded as {confs[_ENCODING_KEY]} ({_ENCODING_KEY}), which no Spark "
+            "provider reads; a rewrite moves unsaferow or avro state (nothing was written).")
     if (provider, target) == (PROVIDER_CLASS, PROVIDER_CLASS):
         return
     if provider not in (PROVIDER_CLASS, SPARK_ROCKSDB):
@@ -335,6 +334,7 @@ def _rewrite_families(session: Any, ckpt: WritableLocation, s: _Store, read_batc
     """A transformWithState store: every column family's rows move to the new partition of
     the grouping key in them; within rockstate as stored, else through the providers' API."""
     from rockstate import spark_rocksdb
+    from rockstate.state_schema import schema_files
     from rockstate.tws import DUMMY_VALUE_SCHEMA, family_layouts
 
     version = read_batch + 1  # the state version batch B committed
@@ -351,11 +351,17 @@ def _rewrite_families(session: Any, ckpt: WritableLocation, s: _Store, read_batc
     key, layouts = family_layouts(
         ckpt.loc, s.operator_id, read_batch, families, declared=source != PROVIDER_CLASS,
         lists=ckpt.operator_metadata(s.operator_id, read_batch).list_variables)
+    # The providers read and write Avro rows through the schemas these files hold, as Spark
+    # gives them to a transformWithState operator's stores.
+    schemas = session._jvm.java.util.ArrayList()
+    for path in schema_files(ckpt.loc, s.operator_id, s.store_name, read_batch):
+        schemas.add(ckpt.spark_path(f"state/{s.operator_id}/_stateSchema/{s.store_name}/"
+                                    f"{posixpath.basename(path)}"))
     job = session._jvm.io.rockstate.spark.rewrite.StateRewrite
     common = (session._jsparkSession, ckpt.spark_path("state"), ckpt.spark_path(staging),
               new_from, s.operator_id, s.store_name, batch, provider)
     rest = (json.dumps(key), json.dumps(DUMMY_VALUE_SCHEMA), _java_map(session, confs),
-            json.dumps(layouts), version, new_from, n)
+            json.dumps(layouts), schemas, version, new_from, n)
     counts = job.writeStored(*common, *rest) if stored else job.writeRows(*common, source, *rest)
     return _written(s, counts, n)
 

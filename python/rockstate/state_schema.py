@@ -83,12 +83,10 @@ def v2_schemas(loc: CheckpointLocation, operator: int,
     return schemas[0], schemas[1]
 
 
-def family_schemas(loc: CheckpointLocation, operator: int, store: str = "default",
-                   batch: int | None = None, value_history: bool = False
-                   ) -> dict[str, FamilySchema]:
-    """Every column family's schemas, from the newest schema file (format v3), or the newest
-    one written at or before ``batch``; with ``value_history``, every earlier value schema by
-    its id too (read from the earlier files: what Avro-encoded rows need)."""
+def schema_files(loc: CheckpointLocation, operator: int, store: str = "default",
+                 batch: int | None = None) -> list[str]:
+    """The paths of a transformWithState store's schema files (format v3), oldest first: every
+    one written at or before ``batch``. None is an error (Spark writes one at the first batch)."""
     top = loc.path("state", str(operator), "_stateSchema", store)
     # Spark names each schema file <batch>_<uuid>; anything else there is not one of them.
     numbered = {p: int(posixpath.basename(p).split("_")[0])
@@ -99,6 +97,16 @@ def family_schemas(loc: CheckpointLocation, operator: int, store: str = "default
     if not files:
         raise RockstateError(f"no state schema under {top}"
                              + ("" if batch is None else f" written by batch {batch} or before"))
+    return files
+
+
+def family_schemas(loc: CheckpointLocation, operator: int, store: str = "default",
+                   batch: int | None = None, value_history: bool = False
+                   ) -> dict[str, FamilySchema]:
+    """Every column family's schemas, from the newest schema file (format v3), or the newest
+    one written at or before ``batch``; with ``value_history``, every earlier value schema by
+    its id too (read from the earlier files: what Avro-encoded rows need)."""
+    files = schema_files(loc, operator, store, batch)
     # Each file holds the schemas as of its batch; older ids stay readable from older files
     # (a later file's schema of an id wins: a retried batch rewrites its file).
     history: dict[str, dict[int, dict]] = {}

@@ -63,6 +63,9 @@ abstract class SparkStateStoreProvider extends StateStoreProvider with Logging {
 
   override def stateStoreId: StateStoreId = setup.id
 
+  /** How this provider's rows become bytes (the rewrite decodes stored keys with it). */
+  private[spark] def rowEncoding: RowEncoding = setup.encoding
+
   /** The line's store class, over this provider's loaded instance. */
   protected def newStore(version: Long, uniqueId: Option[String], readOnly: Boolean, lease: Long,
       forceSnapshotOnCommit: Boolean): SparkStateStore

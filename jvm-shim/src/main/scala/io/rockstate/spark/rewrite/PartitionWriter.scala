@@ -6,7 +6,7 @@ import org.apache.hadoop.conf.Configuration
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection
-import org.apache.spark.sql.execution.streaming.state.{ReadStateStore, StateStore, StateStoreConf, StateStoreId, StateStoreProvider, StateStoreProviderId}
+import org.apache.spark.sql.execution.streaming.state.{InMemoryStateSchemaProvider, ReadStateStore, StateSchemaMetadata, StateSchemaProvider, StateStore, StateStoreConf, StateStoreId, StateStoreProvider, StateStoreProviderId}
 import org.apache.spark.sql.internal.SQLConf
 
 import io.rockstate.spark.{SparkStateStore, SparkStateStoreProvider}
@@ -87,8 +87,19 @@ object PartitionWriter {
     val storeConf = new StateStoreConf(sqlConf, Map.empty[String, String])
     StateStoreProvider.createAndInit(StateStoreProviderId(id, UUID.randomUUID()),
       target.keySchema, target.valueSchema, target.keyEncoderSpec, target.useColumnFamilies,
-      storeConf, hadoopConf, false, None)
+      storeConf, hadoopConf, false, schemaProvider(target, hadoopConf))
   }
+
+  /**
+   * The schema provider Spark gives a transformWithState operator's stores (and its state
+   * reader), from the operator's schema files: Avro-encoded rows carry the id of the schema
+   * they were written with, and are read and written through it. None without schema files.
+   */
+  private def schemaProvider(target: RewriteTarget,
+      hadoopConf: Configuration): Option[StateSchemaProvider] =
+    if (target.schemaFiles.isEmpty) None
+    else Some(new InMemoryStateSchemaProvider(StateSchemaMetadata.createStateSchemaMetadata(
+      target.stateRoot, hadoopConf, target.schemaFiles.toList)))
 
   /** Writes `fill`'s rows as version `target.version + 1` of store `id`. */
   private def writeVersion(target: RewriteTarget, id: StateStoreId, hadoopConf: Configuration,

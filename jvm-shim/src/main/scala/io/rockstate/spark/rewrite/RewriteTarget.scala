@@ -16,6 +16,9 @@ import org.apache.spark.sql.types.StructType
  * @param confs            the session confs the provider is created with (the offset log's)
  * @param families         a transformWithState store's column families (their rows are moved
  *                         as stored), or empty: a store without column families
+ * @param schemaFiles      a transformWithState operator's state schema files (Spark's
+ *                         `_stateSchema/`), oldest first: Spark builds its providers' schema
+ *                         provider from them, which Avro-encoded rows are read and written by
  */
 final case class RewriteTarget(
     stateRoot: String,
@@ -29,7 +32,8 @@ final case class RewriteTarget(
     valueSchema: StructType,
     numColsPrefixKey: Int,
     confs: Map[String, String],
-    families: Seq[FamilyLayout] = Nil) {
+    families: Seq[FamilyLayout] = Nil,
+    schemaFiles: Seq[String] = Nil) {
 
   def useColumnFamilies: Boolean = families.nonEmpty
 

@@ -73,23 +73,24 @@ object StateRewrite {
   def writeStored(session: SparkSession, stateRoot: String, stagingRoot: String, newFrom: Int,
       operatorId: Long, storeName: String, version: Long, providerClass: String,
       keySchemaJson: String, valueSchemaJson: String, confs: java.util.Map[String, String],
-      familiesJson: String, readVersion: Long, partitionsBefore: Int,
-      partitions: Int): Array[Long] =
+      familiesJson: String, schemaFiles: java.util.List[String], readVersion: Long,
+      partitionsBefore: Int, partitions: Int): Array[Long] =
     writeStored(session, RewriteTarget(stateRoot, stagingRoot, newFrom, operatorId, storeName,
       version, providerClass, struct(keySchemaJson), struct(valueSchemaJson), 0,
-      confs.asScala.toMap, FamilyLayouts.fromJson(familiesJson)), readVersion,
-      partitionsBefore, partitions)
+      confs.asScala.toMap, FamilyLayouts.fromJson(familiesJson), schemaFiles.asScala.toSeq),
+      readVersion, partitionsBefore, partitions)
 
   /** writeRows with py4j-friendly arguments. */
   def writeRows(session: SparkSession, stateRoot: String, stagingRoot: String, newFrom: Int,
       operatorId: Long, storeName: String, version: Long, providerClass: String,
       sourceProvider: String, keySchemaJson: String, valueSchemaJson: String,
-      confs: java.util.Map[String, String], familiesJson: String, readVersion: Long,
-      partitionsBefore: Int, partitions: Int): Array[Long] =
+      confs: java.util.Map[String, String], familiesJson: String,
+      schemaFiles: java.util.List[String], readVersion: Long, partitionsBefore: Int,
+      partitions: Int): Array[Long] =
     writeRows(session, RewriteTarget(stateRoot, stagingRoot, newFrom, operatorId, storeName,
       version, providerClass, struct(keySchemaJson), struct(valueSchemaJson), 0,
-      confs.asScala.toMap, FamilyLayouts.fromJson(familiesJson)), sourceProvider, readVersion,
-      partitionsBefore, partitions)
+      confs.asScala.toMap, FamilyLayouts.fromJson(familiesJson), schemaFiles.asScala.toSeq),
+      sourceProvider, readVersion, partitionsBefore, partitions)
 
   private def struct(json: String): StructType = DataType.fromJson(json).asInstanceOf[StructType]
 

@@ -5,7 +5,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.execution.streaming.state.StateStoreId
 
-import io.rockstate.spark.{ColumnFamilyCodec, RowChecks, RowEncoding}
+import io.rockstate.spark.{ColumnFamilyCodec, RowChecks, SparkStateStoreProvider}
 
 /**
  * Reads one old partition of a transformWithState store, on an executor: every row of every
@@ -25,16 +25,17 @@ object StoredRowsReader {
       try store.abort() finally provider.close()
     }
     val rockstate = PartitionWriter.rockstateStore(store)
+    val encoding = provider.asInstanceOf[SparkStateStoreProvider].rowEncoding
     val layouts = target.families.map(f => f.name -> f).toMap
     val ids = rockstate.familyIds
     ids.keys.toSeq.sorted.iterator.flatMap { family =>
       val rows = rockstate.storedRows(family)
       layouts.get(family) match {
         case Some(layout) =>
-          // Keys only: the values `storedRows` gives are opened already. UnsafeRow keys:
-          // rewrites refuse Avro-encoded state before they start (rockstate.rewrite).
+          // Keys only, in the store's encoding: the values `storedRows` gives are opened
+          // already, and move as stored (an Avro value keeps its schema id).
           val codec = new ColumnFamilyCodec(family, ids(family), true, layout.storedSpec,
-            new RowChecks(None, id.toString), RowEncoding.UnsafeRow)
+            new RowChecks(None, id.toString), encoding)
           val placement = new FamilyPlacement(layout, partitions)
           rows.map { case (k, v) =>
             (placement.partitionOf(codec.decodeStoredKey(k)), StoredRow(family, k, v))
