@@ -128,7 +128,10 @@ final class LocalStoreFiles private (val dir: File, base: File, maxCacheBytes: L
   def release(localRecovery: Boolean): Unit = LocalStoreFiles.synchronized {
     if (LocalStoreFiles.leave(dir) == 0) {
       if (!localRecovery) LocalStoreFiles.deleteStoreDir(dir)
-      else LocalStoreFiles.evictClosed(base, maxCacheBytes)
+      else {
+        LocalStoreFiles.measure(dir.getAbsoluteFile, System.nanoTime())
+        LocalStoreFiles.evictClosed(base, maxCacheBytes)
+      }
     }
   }
 }
@@ -187,20 +190,47 @@ object LocalStoreFiles extends Logging {
     left
   }
 
+  // Each store directory's bytes as last walked (System.nanoTime, bytes). A closed store's files
+  // do not change: it is walked once, when its last instance releases it. An open store's is
+  // walked again once 5 s old. A release then costs a listing, not a walk of every store's
+  // files (with thousands of stores and unloadOnCommit, a release every task).
+  private val dirBytes = new ConcurrentHashMap[File, (Long, Long)]()
+  private val OpenSizeMaxAgeNanos = 5000000000L
+  // Directory walks for sizes, in this JVM (what the eviction costs; tests read it).
+  private[rockstate] val directoryWalks = new java.util.concurrent.atomic.AtomicLong()
+
+  /** Walks `dir` (an absolute store directory) for its size now, and remembers it. */
+  private def measure(dir: File, now: Long): Long = {
+    val bytes = sizeOf(dir)
+    directoryWalks.incrementAndGet()
+    dirBytes.put(dir, (now, bytes))
+    bytes
+  }
+
+  /** `dir`'s bytes: as remembered, unless it is open and that is older than 5 s. */
+  private def bytesOf(dir: File, now: Long): Long = Option(dirBytes.get(dir)) match {
+    case Some((at, bytes)) if !users.containsKey(dir) || now - at < OpenSizeMaxAgeNanos => bytes
+    case _ => measure(dir, now)
+  }
+
   /**
    * Deletes closed store directories under `base`, oldest first, until within `maxBytes`.
    * Best effort: open stores' RocksDB files come and go while they are sized, and a failure
    * here must never fail the close that called it.
    */
   private def evictClosed(base: File, maxBytes: Long): Unit = try {
+    val now = System.nanoTime()
+    // Every entry is a store directory forStore made: listed, not stat-ed one by one.
     val dirs = Option(new File(base, "stores").listFiles()).getOrElse(Array.empty[File])
-      .filter(_.isDirectory).toSeq
-    val sizes = dirs.map(d => d -> sizeOf(d)).toMap
+      .map(_.getAbsoluteFile).toSeq
+    val sizes = dirs.map(d => d -> bytesOf(d, now)).toMap
     var total = sizes.values.sum
-    dirs.filterNot(d => users.containsKey(d.getAbsoluteFile)).sortBy(_.lastModified).foreach { d =>
-      if (total > maxBytes) {
-        deleteStoreDir(d)
-        total -= sizes(d)
+    if (total > maxBytes) { // only then are the closed ones ordered (a stat each)
+      dirs.filterNot(users.containsKey).sortBy(_.lastModified).foreach { d =>
+        if (total > maxBytes) {
+          deleteStoreDir(d)
+          total -= sizes(d)
+        }
       }
     }
   } catch {
@@ -235,6 +265,7 @@ object LocalStoreFiles extends Logging {
   /** Deletes a store's local directory, and what this JVM remembers of its cached files. */
   private def deleteStoreDir(dir: File): Unit = {
     FileUtils.deleteQuietly(dir)
+    dirBytes.remove(dir.getAbsoluteFile)
     val prefix = dir.getAbsolutePath + File.separator
     verified.keySet.removeIf(_.startsWith(prefix))
     lastUsed.keySet.removeIf(_.startsWith(prefix))

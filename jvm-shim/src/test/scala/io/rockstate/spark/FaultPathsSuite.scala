@@ -285,6 +285,20 @@ class FaultPathsSuite extends AnyFunSuite with StoreTestKit {
     assert(cached.nonEmpty, "the most recently closed store should stay for local recovery")
   }
 
+  test("8b. a store's release sizes its own directory, not every store's (many stores)") {
+    val stores = (1 to 40).map { i =>
+      val p = provider(checkpoint = new File(root, s"many$i"))
+      commitVersions(p, 1 to 1)((_, s) => s.put(key(s"k$i", i), value(i)))
+      p
+    }
+    val before = LocalStoreFiles.directoryWalks.get
+    stores.foreach { p => p.close(); open -= p }
+    val walks = LocalStoreFiles.directoryWalks.get - before
+    // Each release walks its own directory, and the open ones at most once in 5 s: about
+    // 2 a store. Walking every directory on every release is 40 * 41 / 2 = 820 and more.
+    assert(walks <= 3 * stores.size, s"closing ${stores.size} stores walked $walks directories")
+  }
+
   test("9. a cached file damaged on disk is downloaded again, never replayed") {
     val none = Map(RockstateConf.ChangelogCompression -> "none")
     val p = provider(extra = none)
