@@ -92,6 +92,9 @@ abstract class SparkStateStore(
   /** Every family of the loaded version, with its id in this store. */
   def familyIds: Map[String, Int] = vdb.columnFamilyIds
 
+  /** How the provider's rows become bytes (a rewrite decodes stored keys with it). */
+  private[spark] def rowEncoding: RowEncoding = provider.rowEncoding
+
   // ---- rows as stored: a rewrite moves them between partitions of one operator unchanged ----
 
   /**

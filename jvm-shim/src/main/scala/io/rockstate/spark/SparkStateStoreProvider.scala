@@ -63,7 +63,7 @@ abstract class SparkStateStoreProvider extends StateStoreProvider with Logging {
 
   override def stateStoreId: StateStoreId = setup.id
 
-  /** How this provider's rows become bytes (the rewrite decodes stored keys with it). */
+  /** How this provider's rows become bytes. */
   private[spark] def rowEncoding: RowEncoding = setup.encoding
 
   /** The line's store class, over this provider's loaded instance. */

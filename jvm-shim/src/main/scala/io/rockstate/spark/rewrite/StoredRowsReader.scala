@@ -5,7 +5,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.execution.streaming.state.StateStoreId
 
-import io.rockstate.spark.{ColumnFamilyCodec, RowChecks, SparkStateStoreProvider}
+import io.rockstate.spark.{ColumnFamilyCodec, RowChecks}
 
 /**
  * Reads one old partition of a transformWithState store, on an executor: every row of every
@@ -25,7 +25,6 @@ object StoredRowsReader {
       try store.abort() finally provider.close()
     }
     val rockstate = PartitionWriter.rockstateStore(store)
-    val encoding = provider.asInstanceOf[SparkStateStoreProvider].rowEncoding
     val layouts = target.families.map(f => f.name -> f).toMap
     val ids = rockstate.familyIds
     ids.keys.toSeq.sorted.iterator.flatMap { family =>
@@ -35,7 +34,7 @@ object StoredRowsReader {
           // Keys only, in the store's encoding: the values `storedRows` gives are opened
           // already, and move as stored (an Avro value keeps its schema id).
           val codec = new ColumnFamilyCodec(family, ids(family), true, layout.storedSpec,
-            new RowChecks(None, id.toString), encoding)
+            new RowChecks(None, id.toString), rockstate.rowEncoding)
           val placement = new FamilyPlacement(layout, partitions)
           rows.map { case (k, v) =>
             (placement.partitionOf(codec.decodeStoredKey(k)), StoredRow(family, k, v))
