@@ -159,17 +159,26 @@ object LocalStoreFiles extends Logging {
   // sinks may ask every second.
   private val measured = new java.util.concurrent.atomic.AtomicReference[(Long, Long)]((0L, 0L))
 
-  /** Bytes of local store files in this JVM (open and cached stores), at most 5 s old. */
+  /**
+   * Bytes of local store files in this JVM (open and cached stores), at most 5 s old. Each
+   * store directory counts as eviction knows it (`bytesOf`): a closed store's size from its
+   * release, so thousands of closed stores cost a listing, not a walk of their files.
+   */
   def cacheBytes: Long = {
     val (at, bytes) = measured.get
     val now = System.nanoTime()
     if (at != 0L && now - at < 5000000000L) bytes
     else {
-      val total = bases.asScala.toSeq.map(b => sizeOf(new File(b, "stores"))).sum
+      val total = bases.asScala.toSeq.map(b => cacheBytesUnder(b, now)).sum
       measured.set((now, total))
       total
     }
   }
+
+  /** The store files under one local root at `now`, as `cacheBytes` counts them. */
+  private[rockstate] def cacheBytesUnder(base: File, now: Long): Long =
+    Option(new File(base, "stores").listFiles()).getOrElse(Array.empty[File])
+      .map(d => bytesOf(d.getAbsoluteFile, now)).sum
 
   /** Store instances open in this JVM. */
   def openStores: Int = users.values().asScala.map(_.intValue).sum
@@ -198,6 +207,8 @@ object LocalStoreFiles extends Logging {
   private val OpenSizeMaxAgeNanos = 5000000000L
   // Directory walks for sizes, in this JVM (what the eviction costs; tests read it).
   private[rockstate] val directoryWalks = new java.util.concurrent.atomic.AtomicLong()
+  // Files those walks sized, in this JVM (tests read it).
+  private[rockstate] val filesSized = new java.util.concurrent.atomic.AtomicLong()
 
   /** Walks `dir` (an absolute store directory) for its size now, and remembers it. */
   private def measure(dir: File, now: Long): Long = {
@@ -242,7 +253,8 @@ object LocalStoreFiles extends Logging {
     val files = try Files.walk(dir.toPath) catch { case NonFatal(_) => return 0L }
     try {
       files.iterator().asScala.map { p =>
-        try if (Files.isRegularFile(p)) Files.size(p) else 0L catch { case NonFatal(_) => 0L }
+        try if (Files.isRegularFile(p)) { filesSized.incrementAndGet(); Files.size(p) } else 0L
+        catch { case NonFatal(_) => 0L }
       }.sum
     } catch {
       case NonFatal(_) => 0L // a directory vanished mid-walk: size it next time

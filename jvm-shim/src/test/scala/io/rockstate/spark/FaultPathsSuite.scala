@@ -300,6 +300,23 @@ class FaultPathsSuite extends AnyFunSuite with StoreTestKit {
     assert(walks <= 10 * stores.size, s"closing ${stores.size} stores walked $walks directories")
   }
 
+  test("8c. the local cache metric counts closed stores as sized at release, not walked") {
+    val stores = (1 to 40).map { i =>
+      val p = provider(checkpoint = new File(root, s"metric$i"))
+      commitVersions(p, 1 to 1)((_, s) => s.put(key(s"k$i", i), value(i)))
+      p
+    }
+    stores.foreach { p => p.close(); open -= p }
+    val base = new File(root, "executor-0")
+    val before = LocalStoreFiles.filesSized.get
+    val bytes = LocalStoreFiles.cacheBytesUnder(base, System.nanoTime())
+    // Every store under this root is closed: each was sized at its release, none again.
+    val sized = LocalStoreFiles.filesSized.get - before
+    assert(sized == 0, s"the metric sized $sized files of closed stores")
+    val onDisk = FileUtils.sizeOfDirectory(new File(base, "stores"))
+    assert(onDisk > 0 && bytes == onDisk, s"the metric counts $bytes bytes, $onDisk on disk")
+  }
+
   test("9. a cached file damaged on disk is downloaded again, never replayed") {
     val none = Map(RockstateConf.ChangelogCompression -> "none")
     val p = provider(extra = none)
