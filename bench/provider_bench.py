@@ -93,21 +93,34 @@ PROVIDERS = {
 
 
 def write_input(src: Path, keys: int, changed: int, batches: int) -> list[Path]:
+    """One Parquet file a batch: the first holds every key, each later one ``changed`` keys.
+
+    Keys are built by Arrow in chunks and written a row group at a time, so 64M keys need
+    no more than a chunk's memory here."""
     import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
+    chunk = 1 << 20
+    schema = pa.schema([("key", pa.string()), ("value", pa.int32())])
     files = []
     for b in range(batches):
         if b == 0:
-            ids = list(range(keys))
+            spans = [(lo, min(keys, lo + chunk)) for lo in range(0, keys, chunk)]
         else:
             start = (b * changed * 7) % keys
-            ids = [(start + i) % keys for i in range(changed)]
-        table = pa.table({"key": [f"key-{i:08d}" for i in ids],
-                          "value": pa.array([b] * len(ids), pa.int32())})
+            spans = [(lo, min(changed, lo + chunk)) for lo in range(0, changed, chunk)]
         path = src.parent / "staged" / f"batch-{b:04d}.parquet"
         path.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(table, path)
+        with pq.ParquetWriter(path, schema) as writer:
+            for lo, hi in spans:
+                ids = pa.array(range(lo, hi), pa.int64())
+                if b > 0:
+                    ids = pc.remainder(pc.add(ids, start), keys)
+                text = pc.utf8_lpad(pc.cast(ids, pa.string()), 8, "0")
+                key = pc.binary_join_element_wise("key-", text, "")
+                value = pa.array([b] * (hi - lo), pa.int32())
+                writer.write_table(pa.table([key, value], schema=schema))
         files.append(path)
     return files
 
