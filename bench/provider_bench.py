@@ -63,6 +63,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import statistics
@@ -90,6 +91,14 @@ PROVIDERS = {
     ),
     "hdfs": ("org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider", {}),
 }
+
+
+def _conf_pair(text: str) -> str:
+    """A ``--conf`` argument, checked to be KEY=VALUE when the command line is parsed."""
+    key, sep, _ = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"{text!r}: give KEY=VALUE")
+    return text
 
 
 def write_input(src: Path, keys: int, changed: int, batches: int) -> list[Path]:
@@ -202,10 +211,8 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
     s3_root = os.environ.get("ROCKSTATE_BENCH_S3_ROOT")
     for k, v in json.loads(os.environ.get("ROCKSTATE_BENCH_SPARK_CONF", "{}")).items():
         builder = builder.config(k, v)
-    for conf in args.conf:
-        key, sep, value = conf.partition("=")
-        if not sep:
-            raise SystemExit(f"--conf {conf}: give KEY=VALUE")
+    for conf in args.conf:  # checked as KEY=VALUE when parsed (_conf_pair)
+        key, _, value = conf.partition("=")
         builder = builder.config(key, value)
     spark = rockstate.configure(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
@@ -219,9 +226,11 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
         extra["spark.sql.streaming.stateStore.minDeltasForSnapshot"] = str(args.snapshot_every)
     for k, v in extra.items():
         spark.conf.set(k, v)
-    work = Path(args.workdir) / f"{name}-{args.run}"
+    # A name with settings (rockstate:k=v) holds characters a Hadoop path reads as a scheme.
+    folder = re.sub(r"[^A-Za-z0-9._-]", "_", name) + f"-{args.run}"
+    work = Path(args.workdir) / folder
     src = work / "src"
-    checkpoint: Path | str = (f"{s3_root}/{name}-{args.run}/checkpoint" if s3_root
+    checkpoint: Path | str = (f"{s3_root}/{folder}/checkpoint" if s3_root
                               else work / "checkpoint")
     src.mkdir(parents=True)
     staged = sorted((Path(args.workdir) / "input" / "staged").glob("*.parquet"))
@@ -416,6 +425,7 @@ def main() -> int:
                         "executor JVMs of one core each")
     parser.add_argument("--json", help="also write every provider's figures to this file")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        type=_conf_pair,
                         help="a Spark conf for every provider's session (repeatable), e.g. "
                         "spark.sql.streaming.stateStore.unloadOnCommit=true")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -425,6 +435,9 @@ def main() -> int:
     if args.child:
         print("RESULT " + json.dumps(run_one(args.child, args)))
         return 0
+    unknown = [n for n in args.providers.split(",") if n.partition(":")[0] not in PROVIDERS]
+    if unknown:  # before the input is written, which at 64M keys takes minutes
+        parser.error(f"--providers: unknown {', '.join(unknown)} (known: {', '.join(PROVIDERS)})")
 
     args.workdir_given = args.workdir is not None
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="rockstate-bench-"))
