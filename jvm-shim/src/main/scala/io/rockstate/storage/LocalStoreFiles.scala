@@ -177,8 +177,12 @@ object LocalStoreFiles extends Logging {
 
   /** The store files under one local root at `now`, as `cacheBytes` counts them. */
   private[rockstate] def cacheBytesUnder(base: File, now: Long): Long =
+    storeDirs(base).map(d => bytesOf(d, now)).sum
+
+  /** The store directories under a local root (every entry is one `forStore` made), absolute. */
+  private def storeDirs(base: File): Seq[File] =
     Option(new File(base, "stores").listFiles()).getOrElse(Array.empty[File])
-      .map(d => bytesOf(d.getAbsoluteFile, now)).sum
+      .map(_.getAbsoluteFile).toSeq
 
   /** Store instances open in this JVM. */
   def openStores: Int = users.values().asScala.map(_.intValue).sum
@@ -231,9 +235,8 @@ object LocalStoreFiles extends Logging {
    */
   private def evictClosed(base: File, maxBytes: Long): Unit = try {
     val now = System.nanoTime()
-    // Every entry is a store directory forStore made: listed, not stat-ed one by one.
-    val dirs = Option(new File(base, "stores").listFiles()).getOrElse(Array.empty[File])
-      .map(_.getAbsoluteFile).toSeq
+    // Listed, not stat-ed one by one.
+    val dirs = storeDirs(base)
     val sizes = dirs.map(d => d -> bytesOf(d, now)).toMap
     var total = sizes.values.sum
     if (total > maxBytes) { // only then are the closed ones ordered (a stat each)

@@ -285,12 +285,16 @@ class FaultPathsSuite extends AnyFunSuite with StoreTestKit {
     assert(cached.nonEmpty, "the most recently closed store should stay for local recovery")
   }
 
-  test("8b. a store's release sizes its own directory, not every store's (many stores)") {
-    val stores = (1 to 40).map { i =>
-      val p = provider(checkpoint = new File(root, s"many$i"))
+  /** `count` stores of their own checkpoints (`name`1, `name`2, ...), each one key committed. */
+  private def storesOfOneKey(name: String, count: Int): Seq[RockstateStateStoreProvider] =
+    (1 to count).map { i =>
+      val p = provider(checkpoint = new File(root, s"$name$i"))
       commitVersions(p, 1 to 1)((_, s) => s.put(key(s"k$i", i), value(i)))
       p
     }
+
+  test("8b. a store's release sizes its own directory, not every store's (many stores)") {
+    val stores = storesOfOneKey("many", 40)
     val before = LocalStoreFiles.directoryWalks.get
     stores.foreach { p => p.close(); open -= p }
     val walks = LocalStoreFiles.directoryWalks.get - before
@@ -301,12 +305,7 @@ class FaultPathsSuite extends AnyFunSuite with StoreTestKit {
   }
 
   test("8c. the local cache metric counts closed stores as sized at release, not walked") {
-    val stores = (1 to 40).map { i =>
-      val p = provider(checkpoint = new File(root, s"metric$i"))
-      commitVersions(p, 1 to 1)((_, s) => s.put(key(s"k$i", i), value(i)))
-      p
-    }
-    stores.foreach { p => p.close(); open -= p }
+    storesOfOneKey("metric", 40).foreach { p => p.close(); open -= p }
     val base = new File(root, "executor-0")
     val before = LocalStoreFiles.filesSized.get
     val bytes = LocalStoreFiles.cacheBytesUnder(base, System.nanoTime())
