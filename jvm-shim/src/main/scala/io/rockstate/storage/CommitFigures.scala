@@ -4,7 +4,7 @@ package io.rockstate.storage
 final case class CommitFigures(
     commitBytes: Long, // written to the checkpoint location on the task's path
     changelogRecords: Long,
-    snapshotSyncMs: Long, // synchronous part of a snapshot this commit took (0: none taken)
+    snapshotSyncMs: Long, // a snapshot this commit took on its own path (0: none)
     completed: SnapshotStats, // snapshots whose upload ended since the previous commit, summed
     snapshotsCompleted: Int,
     snapshotsFailed: Int,

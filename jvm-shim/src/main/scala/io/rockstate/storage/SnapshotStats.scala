@@ -2,7 +2,7 @@ package io.rockstate.storage
 
 /** Figures of one snapshot: the synchronous part on the task and the asynchronous upload. */
 final case class SnapshotStats(
-    syncMs: Long, // on the task: flush and local checkpoint (hard links)
+    syncMs: Long, // after the commit, before the next load: flush and local checkpoint
     asyncMs: Long, // in the background: upload of new files and the snapshot manifest
     bytesUploaded: Long,
     bytesReused: Long,

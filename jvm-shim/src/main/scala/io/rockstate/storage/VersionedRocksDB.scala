@@ -1,6 +1,7 @@
 package io.rockstate.storage
 
 import java.util.UUID
+import java.util.concurrent.CompletableFuture
 
 import scala.util.control.NonFatal
 
@@ -14,16 +15,17 @@ import org.apache.spark.internal.Logging
  * Commit path (synchronous, on the task): one version file (`VersionFile`) is published under
  * a unique name: the version's lineage (the newest confirmed snapshot plus every version's
  * changes after it) and the batch's own changes, logged as they were made. Every
- * `snapshotInterval` versions the commit
- * also takes a local hard-link checkpoint (a snapshot's synchronous part) and hands it to the
- * background uploader (the asynchronous part); later commits rebase onto it once its manifest
- * is written. Loading a version = its snapshot plus the replay of its changelogs, served from
+ * `snapshotInterval` versions the commit also begins a snapshot: its synchronous part (flush
+ * and a local hard-link checkpoint) runs once the commit has returned, while the store is idle,
+ * and hands the checkpoint to the background uploader (the asynchronous part); later commits
+ * rebase onto it once its manifest is written. Loading a version = its snapshot plus the replay of its changelogs, served from
  * the open instance when it holds an earlier point of the same lineage, else from the
  * executor's local files, downloading only what is missing.
  *
  * Not thread-safe on its own: the provider serialises task access and maintenance. The load
  * path's work is `SnapshotRestore`'s; a snapshot's asynchronous part runs in `AsyncSnapshots`,
- * the only object upload threads touch.
+ * the only object upload threads touch. The synchronous part, on `LocalCheckpointPool`, reads
+ * the database while nothing changes it: every load, write, rollback and close waits for it.
  */
 final class VersionedRocksDB(
     operatorId: Long,
@@ -66,6 +68,8 @@ final class VersionedRocksDB(
   // Whether the loaded lineage's values carry checksums: the store's, or for a new one the conf.
   private var checksums = conf.rowChecksums
   private var toldOfChecksums = false
+  // The synchronous part of the snapshot the last commit began, running after that commit.
+  private var localCheckpoint: Option[CompletableFuture[Void]] = None
 
   def loadedVersion: Long = loaded
   def numKeys: Long = keys
@@ -134,6 +138,7 @@ final class VersionedRocksDB(
     rocksDB // fails clearly when nothing is loaded
     dirty = true
     changelog.getOrElse {
+      awaitLocalCheckpoint() // the first write after a commit: its snapshot is taken first
       val w = new Changelog.Writer(local.newWorkPath("changelog"), conf.changelogCompression)
       changelog = Some(w)
       w
@@ -147,16 +152,17 @@ final class VersionedRocksDB(
    * attempt that commit made, else the attempt of `version` that landed.
    */
   def load(version: Long, id: Option[String] = None): Unit = {
-    loadedAtNanos = System.nanoTime()
+    val start = System.nanoTime()
+    loadedAtNanos = start
+    awaitLocalCheckpoint() // counted in the load's time
     val wanted = id.map(VersionFile.pathOf(version, _))
     if (db.isDefined && loaded == version && !dirty && wanted.forall(_ == stateId)) {
       // The instance's own commit made this version: the batch starting from it loads
       // nothing. (A repeated load within one batch keeps the batch's figures.)
-      if (loadedByCommit) lastLoad = LoadStats(0, 0, 0, 0)
+      if (loadedByCommit) lastLoad = LoadStats(Elapsed.sinceMs(start), 0, 0, 0)
       loadedByCommit = false
       return
     }
-    val start = System.nanoTime()
     val fetched = newFetch(s"version $version")
     if (version == 0 && id.isDefined) {
       throw new IllegalArgumentException(s"rockstate: version 0 of $storeId is empty state " +
@@ -350,6 +356,7 @@ final class VersionedRocksDB(
       throw new IllegalArgumentException(s"rockstate: cannot rebuild version $version of " +
         s"$storeId from a snapshot of version $snapshotVersion (it must be from 1 to $version)")
     }
+    awaitLocalCheckpoint()
     snapshots.await(conf.snapshotUploadTimeoutMs)
     loadedAtNanos = System.nanoTime()
     val start = System.nanoTime()
@@ -381,6 +388,7 @@ final class VersionedRocksDB(
 
   /** Starts from empty state labelled `version` (Spark's loadEmpty, used by state rewrites). */
   def loadEmpty(version: Long): Unit = {
+    awaitLocalCheckpoint()
     loadedAtNanos = System.nanoTime()
     openFresh(None, newFetch(s"version $version"))
     loaded = version
@@ -403,6 +411,7 @@ final class VersionedRocksDB(
   def commit(version: Long, forceSnapshot: Boolean,
       listener: SnapshotListener = SnapshotListener.Silent): VersionManifest = {
     val start = System.nanoTime()
+    awaitLocalCheckpoint() // a commit without writes since the last one
     snapshots.abandonHung()
     rocksDB.forgetReads() // the batch's reads: their memory ends with it
     val log = changelogWriter()
@@ -460,13 +469,14 @@ final class VersionedRocksDB(
     val forced = forceSnapshot || forceOwed
     val due = syncMs == 0 && (forced || conf.isCheckpointVersion(version) ||
       chain.size >= 2 * conf.snapshotInterval)
-    val begun = if (due) startSnapshot(version, listener) else None
-    forceOwed = forceOwed && syncMs == 0 && begun.isEmpty
-    // A snapshot flushed already; otherwise the store is about to idle with the batch's writes.
-    if (begun.isEmpty && syncMs == 0) rocksDB.flushIfAboveIdleShare()
+    val begun = due && startSnapshot(version, listener)
+    forceOwed = forceOwed && syncMs == 0 && !begun
+    // A snapshot flushes (or flushed); otherwise the store is about to idle with the batch's
+    // writes.
+    if (!begun && syncMs == 0) rocksDB.flushIfAboveIdleShare()
     val (stats, done, failed) = snapshots.drainCompleted()
-    lastCommit = CommitFigures(fileBytes, log.records, syncMs + begun.getOrElse(0L), stats, done,
-      failed, forcedSnapshots = if (forced && (syncMs > 0 || begun.isDefined)) 1 else 0)
+    lastCommit = CommitFigures(fileBytes, log.records, syncMs, stats, done, failed,
+      forcedSnapshots = if (forced && (syncMs > 0 || begun)) 1 else 0)
     manifest
   }
 
@@ -577,33 +587,52 @@ final class VersionedRocksDB(
   }
 
   /**
-   * The synchronous part of a snapshot: flush and a hard-link checkpoint, then the upload is
-   * handed to `AsyncSnapshots` as an immutable job. Skipped while this store's previous
-   * snapshot is still uploading (the next commit tries again). Returns the time spent if the
-   * upload began, None if it did not; a failure here loses nothing, the version is durable.
+   * Begins the snapshot of the version just committed. Its synchronous part (flush and a
+   * hard-link checkpoint) runs on `LocalCheckpointPool`, off the commit path: the version is
+   * durable already (its version file), and the database does not change until the part ends,
+   * since every load, write, rollback and close of this store waits for it. It then hands the
+   * upload to `AsyncSnapshots` as an immutable job. Skipped while this store's previous
+   * snapshot is still uploading (the next commit tries again). Returns whether it began; a
+   * failed local checkpoint loses nothing, and the next due commit takes the snapshot.
    */
-  private def startSnapshot(version: Long, listener: SnapshotListener): Option[Long] =
-    snapshots.begin(version, listener).flatMap { upload =>
+  private def startSnapshot(version: Long, listener: SnapshotListener): Boolean =
+    snapshots.begin(version, listener).exists { upload =>
+      // Everything the part reads is fixed here, on the task.
+      val source = rocksDB
+      val manifest = snapshotManifestOf(version, 0L, stateId)
+      val files = confirmedFiles
       val checkpoint = local.newWorkPath(s"checkpoint-$version")
-      try {
-        rocksDB.checkpointTo(checkpoint)
-        val syncMs = Elapsed.sinceMs(upload.startedNanos)
-        snapshots.upload(upload, SnapshotJob(snapshotManifestOf(version, syncMs, stateId),
-          checkpoint, checkpointDir, local, confirmedFiles, conf, upload.startedNanos))
-        Some(syncMs)
-      } catch {
-        case NonFatal(e) =>
-          FileUtils.deleteQuietly(checkpoint)
-          snapshots.localCheckpointFailed(upload, e)
-          None
-      }
+      localCheckpoint = Some(LocalCheckpointPool.submit { () =>
+        try {
+          val taken = System.nanoTime()
+          source.checkpointTo(checkpoint)
+          val synced = manifest.copy(stats = manifest.stats.copy(syncMs = Elapsed.sinceMs(taken)))
+          snapshots.upload(upload, SnapshotJob(synced, checkpoint, checkpointDir, local, files,
+            conf, upload.startedNanos))
+        } catch {
+          case NonFatal(e) =>
+            FileUtils.deleteQuietly(checkpoint)
+            snapshots.localCheckpointFailed(upload, e)
+        }
+      })
+      true
     }
+
+  /**
+   * Waits for the synchronous part of the snapshot the last commit began, if it still runs;
+   * uninterruptibly, so that no change reaches the database while it reads it.
+   */
+  private def awaitLocalCheckpoint(): Unit = localCheckpoint.foreach { part =>
+    part.join()
+    localCheckpoint = None
+  }
 
   /** Waits until no snapshot upload of this store is under way; false on timeout. */
   def awaitUploads(timeoutMs: Long): Boolean = snapshots.await(timeoutMs)
 
   /** Throws away uncommitted writes: the next load reopens the last committed version. */
   def rollback(): Unit = {
+    awaitLocalCheckpoint()
     discardChangelog()
     db.foreach(_.forgetReads())
     if (dirty) {
@@ -621,6 +650,7 @@ final class VersionedRocksDB(
     local.prune(keep ++ chain.map(_.path), since)
 
   def close(): Unit = {
+    awaitLocalCheckpoint()
     discardChangelog()
     closeDb()
     FileUtils.deleteDirectory(workDir)

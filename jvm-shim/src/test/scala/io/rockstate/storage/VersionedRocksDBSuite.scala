@@ -2,6 +2,11 @@ package io.rockstate.storage
 
 import java.io.File
 import java.nio.file.Files
+import java.util.concurrent.{CountDownLatch, TimeUnit}
+
+import scala.concurrent.{Await, Future}
+import scala.concurrent.ExecutionContext.Implicits.global
+import scala.concurrent.duration._
 
 import org.apache.commons.io.FileUtils
 import org.apache.hadoop.conf.Configuration
@@ -53,6 +58,49 @@ class VersionedRocksDBSuite extends AnyFunSuite {
       assert(db.rocksDB.get("key00000007".getBytes).length == 100)
     } finally {
       idle.foreach(_.close())
+      db.close()
+      FileUtils.deleteDirectory(work)
+    }
+  }
+
+  test("a snapshot's local checkpoint runs after its commit and no write reaches it") {
+    val work = Files.createTempDirectory("rockstate-vdb").toFile
+    val conf = RockstateConf.from(Map(RockstateConf.SnapshotInterval -> "1000"), 2)
+      .copy(localRecovery = false, localDir = new File(work, "local").getPath)
+    val store = new File(work, "query/store")
+    Files.createDirectories(store.toPath)
+    val dir = new StoreCheckpointDir(new Path("file:" + store.getAbsolutePath), new Configuration())
+    def open(name: String) = new VersionedRocksDB(0, 0, "default", dir,
+      LocalStoreFiles.forStore(dir.root.toString, name, conf.localDir), conf,
+      useColumnFamilies = false)
+    val db = open("writer")
+    // Every thread of the pool is held: the commit's local checkpoint waits in its queue.
+    val hold = new CountDownLatch(1)
+    val holders = (1 to LocalCheckpointPool.threads).map(_ =>
+      LocalCheckpointPool.submit(() => hold.await()))
+    try {
+      db.load(0)
+      (1 to 50).foreach(i => db.put(f"v1-$i%03d".getBytes, Array[Byte](1)))
+      db.commit(1, forceSnapshot = true)
+      assert(db.commitFigures.forcedSnapshots == 1 && db.commitFigures.snapshotSyncMs == 0)
+      // The next batch's first write waits until the checkpoint has read version 1.
+      val write = Future(db.put("v2-only".getBytes, Array[Byte](2)))
+      assert(!hold.await(300, TimeUnit.MILLISECONDS))
+      assert(!write.isCompleted, "a write reached the database before its snapshot was taken")
+      hold.countDown()
+      Await.result(write, 60.seconds)
+      db.commit(2, forceSnapshot = false)
+      assert(db.awaitUploads(60000))
+      // Version 1 from its snapshot alone holds version 1's writes and nothing after.
+      val reader = open("reader")
+      try {
+        reader.loadFromSnapshot(1, 1, None)
+        assert(reader.rocksDB.get("v1-050".getBytes).sameElements(Array[Byte](1)))
+        assert(reader.rocksDB.get("v2-only".getBytes) == null)
+      } finally reader.close()
+    } finally {
+      hold.countDown()
+      holders.foreach(_.join())
       db.close()
       FileUtils.deleteDirectory(work)
     }
