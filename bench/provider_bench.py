@@ -383,15 +383,36 @@ def open_files(pid: int) -> int:
         return 0
 
 
+def _session_alive(sid: int) -> bool:
+    """Whether a process of session `sid` is still running (Linux's /proc)."""
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    # The fields after the command (which may hold spaces): state, ppid,
+                    # pgrp, session.
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[3]) == sid and fields[0] != "Z":
+                return True
+    return False
+
+
 def _run_child(cmd: list[str]) -> tuple[str, str]:
     """Runs one provider's child and returns its output. The child runs in a session of its
     own, writing to files rather than pipes: a JVM it leaves behind (once seen at 16M keys,
-    alive and idle after its Python exited) is killed with the session instead of holding
-    the pipes open and the whole bench with them."""
+    alive and idle after its Python exited) is killed with the session, after a grace, instead
+    of holding the pipes open and the whole bench with them."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         child = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=os.environ,
                                  start_new_session=True)
         child.wait()
+        # The JVM exits on its own once its Python has (its shutdown hooks run: a Flight
+        # Recorder dump, for one); one still there after the grace is killed.
+        deadline = time.monotonic() + 30
+        while _session_alive(child.pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
         with contextlib.suppress(ProcessLookupError):  # nothing left in the session
             os.killpg(child.pid, signal.SIGKILL)
         out.seek(0)

@@ -92,6 +92,19 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     assert(reads.lookup(Array[Byte](1)) == -1)
   }
 
+  test("remembered reads stay exact as the table grows past its first size") {
+    val reads = new ReadKeys(maxKeys = 3000)
+    def k(i: Int) = s"key-$i".getBytes
+    (0 until 5000).foreach(i => reads.noteRead(k(i), found = i % 3 != 0))
+    (0 until 3000).foreach(i => assert(reads.lookup(k(i)) == (if (i % 3 != 0) 1 else 0), i))
+    (3000 until 5000).foreach(i => assert(reads.lookup(k(i)) == -1, i)) // past maxKeys
+    (0 until 3000 by 2).foreach(i => reads.written(k(i)))
+    (0 until 3000).foreach(i => assert(reads.lookup(k(i)) == (
+      if (i % 2 == 0) -1 else if (i % 3 != 0) 1 else 0), i))
+    reads.noteRead(k(0), found = true) // read again after its write: known again
+    assert(reads.lookup(k(0)) == 1)
+  }
+
   test("abort throws away the batch's writes") {
     val p = provider()
     val s1 = p.getStore(0)
