@@ -451,6 +451,39 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     }
   }
 
+  test("a changelog's bytes are the documented layout, across its buffer and past its size") {
+    // Records of 1 byte to 200 KB: some straddle the writer's 64 KB buffer, one exceeds it.
+    val rnd = new scala.util.Random(7)
+    val records = (1 to 400).map { i =>
+      val size = if (i == 200) 200 * 1024 else if (i % 50 == 0) 40000 else 1 + rnd.nextInt(300)
+      (Array.fill[Byte](1 + i % 17)(i.toByte), Array.fill[Byte](size)((i * 7).toByte))
+    }
+    val file = new File(root, "log-layout")
+    val w = new Changelog.Writer(file, "none")
+    records.zipWithIndex.foreach { case ((k, v), i) =>
+      if (i % 3 == 2) w.delete(k) else w.put(k, v)
+    }
+    w.finish()
+    // The layout of docs/checkpoint-format.md, written field by field.
+    val expected = new java.io.ByteArrayOutputStream()
+    val d = new java.io.DataOutputStream(expected)
+    d.write(Changelog.Magic)
+    d.write(Array(Changelog.Format, Changelog.Codecs("none")))
+    records.zipWithIndex.foreach { case ((k, v), i) =>
+      d.writeByte(if (i % 3 == 2) Changelog.Delete else Changelog.Put)
+      d.writeInt(k.length)
+      d.write(k)
+      if (i % 3 != 2) {
+        d.writeInt(v.length)
+        d.write(v)
+      }
+    }
+    d.writeByte(Changelog.End)
+    d.writeLong(records.size.toLong)
+    d.flush()
+    assert(java.util.Arrays.equals(Files.readAllBytes(file.toPath), expected.toByteArray))
+  }
+
   test("a missing version file is an error, never empty state") {
     val p = provider()
     val s = p.getStore(0)
