@@ -16,54 +16,12 @@ import org.scalatest.funsuite.AnyFunSuite
 /** A store's versions over one local RocksDB: what a commit does beyond writing its files. */
 class VersionedRocksDBSuite extends AnyFunSuite {
 
-  test("a commit that begins no snapshot flushes a memtable above the idle share") {
-    val work = Files.createTempDirectory("rockstate-vdb").toFile
-    val conf = RockstateConf.from(Map(RockstateConf.SnapshotInterval -> "1000"), 2)
-      .copy(localRecovery = false, localDir = new File(work, "local").getPath)
-    val store = new File(work, "query/store")
-    Files.createDirectories(store.toPath)
-    val dir = new StoreCheckpointDir(new Path("file:" + store.getAbsolutePath), new Configuration())
-    val db = new VersionedRocksDB(0, 0, "default", dir,
-      LocalStoreFiles.forStore(dir.root.toString, "vdb", conf.localDir), conf,
-      useColumnFamilies = false)
-    // The share is the manager's bytes over twice the stores open in this JVM: other idle
-    // stores open beside this one bring it to 1 MB or less, a size a test can write.
-    val managerBytes = ExecutorMemory.get(conf).writeBufferManagerBytes
-    val idle = (1 to (managerBytes / (2L * 1024 * 1024)).toInt).map { i =>
-      new LocalRocksDB(Files.createDirectories(new File(work, s"idle-$i").toPath).toFile, conf)
-    }
-    try {
-      db.load(0)
-      val share = LocalRocksDB.idleMemtableShare(managerBytes)
-      assert(share <= 1024 * 1024, s"$share bytes with ${idle.size + 1} stores open")
-      // Below the share: the memtable stays in memory.
-      (1 to 100).foreach(i => db.put(f"few$i%08d".getBytes, Array.fill[Byte](40)(1)))
-      db.commit(1, forceSnapshot = false)
-      assert(db.stateBytes == 0 && db.rocksDB.memtableBytes > 0)
-      // Above it: the commit asks RocksDB for a flush, which lands an SST in the background.
-      var i = 0
-      while (db.rocksDB.memtableBytes <= 2 * share) {
-        i += 1
-        db.put(f"key$i%08d".getBytes, Array.fill[Byte](100)(2))
-      }
-      assert(db.stateBytes == 0)
-      db.commit(2, forceSnapshot = false)
-      assert(db.commitFigures.forcedSnapshots == 0)
-      val deadline = System.currentTimeMillis() + 60000
-      while (db.stateBytes == 0) {
-        assert(System.currentTimeMillis() < deadline, "the commit's flush never wrote an SST")
-        Thread.sleep(10)
-      }
-      assert(db.rocksDB.memtableBytes < share)
-      assert(db.rocksDB.get("key00000007".getBytes).length == 100)
-    } finally {
-      idle.foreach(_.close())
-      db.close()
-      FileUtils.deleteDirectory(work)
-    }
-  }
-
-  test("a snapshot's local checkpoint runs after its commit and no write reaches it") {
+  /**
+   * Runs `f` with a temporary folder, the settings, and a way to open one store (its
+   * checkpoint directory in the folder) with local files of a name of its own; then removes
+   * the folder.
+   */
+  private def withStore(f: (File, RockstateConf, String => VersionedRocksDB) => Unit): Unit = {
     val work = Files.createTempDirectory("rockstate-vdb").toFile
     val conf = RockstateConf.from(Map(RockstateConf.SnapshotInterval -> "1000"), 2)
       .copy(localRecovery = false, localDir = new File(work, "local").getPath)
@@ -73,36 +31,81 @@ class VersionedRocksDBSuite extends AnyFunSuite {
     def open(name: String) = new VersionedRocksDB(0, 0, "default", dir,
       LocalStoreFiles.forStore(dir.root.toString, name, conf.localDir), conf,
       useColumnFamilies = false)
-    val db = open("writer")
-    // Every thread of the pool is held: the commit's local checkpoint waits in its queue.
-    val hold = new CountDownLatch(1)
-    val holders = (1 to LocalCheckpointPool.threads).map(_ =>
-      LocalCheckpointPool.submit(() => hold.await()))
-    try {
-      db.load(0)
-      (1 to 50).foreach(i => db.put(f"v1-$i%03d".getBytes, Array[Byte](1)))
-      db.commit(1, forceSnapshot = true)
-      assert(db.commitFigures.forcedSnapshots == 1 && db.commitFigures.snapshotSyncMs == 0)
-      // The next batch's first write waits until the checkpoint has read version 1.
-      val write = Future(db.put("v2-only".getBytes, Array[Byte](2)))
-      assert(!hold.await(300, TimeUnit.MILLISECONDS))
-      assert(!write.isCompleted, "a write reached the database before its snapshot was taken")
-      hold.countDown()
-      Await.result(write, 60.seconds)
-      db.commit(2, forceSnapshot = false)
-      assert(db.awaitUploads(60000))
-      // Version 1 from its snapshot alone holds version 1's writes and nothing after.
-      val reader = open("reader")
+    try f(work, conf, open) finally FileUtils.deleteDirectory(work)
+  }
+
+  test("a commit that begins no snapshot flushes a memtable above the idle share") {
+    withStore { (work, conf, open) =>
+      val db = open("vdb")
+      // The share is the manager's bytes over twice the stores open in this JVM: other idle
+      // stores open beside this one bring it to 1 MB or less, a size a test can write.
+      val managerBytes = ExecutorMemory.get(conf).writeBufferManagerBytes
+      val idle = (1 to (managerBytes / (2L * 1024 * 1024)).toInt).map { i =>
+        new LocalRocksDB(Files.createDirectories(new File(work, s"idle-$i").toPath).toFile, conf)
+      }
       try {
-        reader.loadFromSnapshot(1, 1, None)
-        assert(reader.rocksDB.get("v1-050".getBytes).sameElements(Array[Byte](1)))
-        assert(reader.rocksDB.get("v2-only".getBytes) == null)
-      } finally reader.close()
-    } finally {
-      hold.countDown()
-      holders.foreach(_.join())
-      db.close()
-      FileUtils.deleteDirectory(work)
+        db.load(0)
+        val share = LocalRocksDB.idleMemtableShare(managerBytes)
+        assert(share <= 1024 * 1024, s"$share bytes with ${idle.size + 1} stores open")
+        // Below the share: the memtable stays in memory.
+        (1 to 100).foreach(i => db.put(f"few$i%08d".getBytes, Array.fill[Byte](40)(1)))
+        db.commit(1, forceSnapshot = false)
+        assert(db.stateBytes == 0 && db.rocksDB.memtableBytes > 0)
+        // Above it: the commit asks RocksDB for a flush, which lands an SST in the background.
+        var i = 0
+        while (db.rocksDB.memtableBytes <= 2 * share) {
+          i += 1
+          db.put(f"key$i%08d".getBytes, Array.fill[Byte](100)(2))
+        }
+        assert(db.stateBytes == 0)
+        db.commit(2, forceSnapshot = false)
+        assert(db.commitFigures.forcedSnapshots == 0)
+        val deadline = System.currentTimeMillis() + 60000
+        while (db.stateBytes == 0) {
+          assert(System.currentTimeMillis() < deadline, "the commit's flush never wrote an SST")
+          Thread.sleep(10)
+        }
+        assert(db.rocksDB.memtableBytes < share)
+        assert(db.rocksDB.get("key00000007".getBytes).length == 100)
+      } finally {
+        idle.foreach(_.close())
+        db.close()
+      }
+    }
+  }
+
+  test("a snapshot's local checkpoint runs after its commit and no write reaches it") {
+    withStore { (_, _, open) =>
+      val db = open("writer")
+      // Every thread of the pool is held: the commit's local checkpoint waits in its queue.
+      val hold = new CountDownLatch(1)
+      val holders = (1 to LocalCheckpointPool.threads).map(_ =>
+        LocalCheckpointPool.submit(() => hold.await()))
+      try {
+        db.load(0)
+        (1 to 50).foreach(i => db.put(f"v1-$i%03d".getBytes, Array[Byte](1)))
+        db.commit(1, forceSnapshot = true)
+        assert(db.commitFigures.forcedSnapshots == 1 && db.commitFigures.snapshotSyncMs == 0)
+        // The next batch's first write waits until the checkpoint has read version 1.
+        val write = Future(db.put("v2-only".getBytes, Array[Byte](2)))
+        assert(!hold.await(300, TimeUnit.MILLISECONDS))
+        assert(!write.isCompleted, "a write reached the database before its snapshot was taken")
+        hold.countDown()
+        Await.result(write, 60.seconds)
+        db.commit(2, forceSnapshot = false)
+        assert(db.awaitUploads(60000))
+        // Version 1 from its snapshot alone holds version 1's writes and nothing after.
+        val reader = open("reader")
+        try {
+          reader.loadFromSnapshot(1, 1, None)
+          assert(reader.rocksDB.get("v1-050".getBytes).sameElements(Array[Byte](1)))
+          assert(reader.rocksDB.get("v2-only".getBytes) == null)
+        } finally reader.close()
+      } finally {
+        hold.countDown()
+        holders.foreach(_.join())
+        db.close()
+      }
     }
   }
 }
