@@ -18,9 +18,9 @@ import org.apache.spark.internal.Logging
  * `snapshotInterval` versions the commit also begins a snapshot: its synchronous part (flush
  * and a local hard-link checkpoint) runs once the commit has returned, while the store is idle,
  * and hands the checkpoint to the background uploader (the asynchronous part); later commits
- * rebase onto it once its manifest is written. Loading a version = its snapshot plus the replay of its changelogs, served from
- * the open instance when it holds an earlier point of the same lineage, else from the
- * executor's local files, downloading only what is missing.
+ * rebase onto it once its manifest is written. Loading a version = its snapshot plus the
+ * replay of its changelogs, served from the open instance when it holds an earlier point of
+ * the same lineage, else from the executor's local files, downloading only what is missing.
  *
  * Not thread-safe on its own: the provider serialises task access and maintenance. The load
  * path's work is `SnapshotRestore`'s; a snapshot's asynchronous part runs in `AsyncSnapshots`,
