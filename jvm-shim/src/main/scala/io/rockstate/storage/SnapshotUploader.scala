@@ -1,6 +1,6 @@
 package io.rockstate.storage
 
-import java.util.concurrent.{Executors, ThreadFactory, ThreadPoolExecutor}
+import java.util.concurrent.ThreadPoolExecutor
 import java.util.concurrent.atomic.AtomicInteger
 
 import org.apache.commons.io.FileUtils
@@ -13,15 +13,7 @@ object SnapshotUploader extends Logging {
   private val pending = new AtomicInteger()
 
   private def executor(threads: Int): ThreadPoolExecutor = synchronized {
-    if (pool == null) {
-      val n = new AtomicInteger()
-      val factory: ThreadFactory = r => {
-        val t = new Thread(r, s"rockstate-snapshot-upload-${n.incrementAndGet()}")
-        t.setDaemon(true)
-        t
-      }
-      pool = Executors.newFixedThreadPool(threads, factory).asInstanceOf[ThreadPoolExecutor]
-    }
+    if (pool == null) pool = DaemonThreadPool.fixed("rockstate-snapshot-upload", threads)
     pool
   }
 
