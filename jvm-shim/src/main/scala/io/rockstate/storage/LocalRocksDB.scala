@@ -52,7 +52,6 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
   private val writeOptions = new WriteOptions().setDisableWAL(true)
   private val readOptions = new ReadOptions()
   private val flushOptions = new FlushOptions().setWaitForFlush(true)
-  private val mergeOptions = new CompactionOptions() // the store's compression, one output file
   private val backgroundFlush = new FlushOptions().setWaitForFlush(false)
 
   private val db: RocksDB = RocksDB.open(options, dir.getAbsolutePath)
@@ -122,37 +121,11 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
     })
   }
 
-  /**
-   * Flushes the memtables, merges the SSTs no confirmed snapshot holds (`mergeNewFiles`), and
-   * hard-links a consistent copy of the DB into `target`.
-   */
-  def checkpointTo(target: File, confirmed: ConfirmedFiles): Unit = {
+  /** Flushes the memtables and hard-links a consistent copy of the DB into `target`. */
+  def checkpointTo(target: File): Unit = {
     db.flush(flushOptions)
-    mergeNewFiles(confirmed)
     val cp = Checkpoint.create(db)
     try cp.createCheckpoint(target.getAbsolutePath) finally cp.close()
-  }
-
-  /**
-   * Merges the newest level-0 SSTs that `confirmed` does not hold, while together they are at
-   * most a memtable's bytes, into one SST; returns how many it merged (none below two). A batch
-   * that ends holding more than its idle share flushes (`flushIfAbove`), so without this a
-   * snapshot every few versions would upload an SST for each such batch, where a store that
-   * kept its memtable uploads one. Those files are uploaded anyway, so the merge rewrites only
-   * bytes the snapshot sends (fewer: a key written in two batches is merged to its last value).
-   * Best effort: a file RocksDB is already compacting leaves them as they are.
-   */
-  def mergeNewFiles(confirmed: ConfirmedFiles): Int = {
-    val newestFirst = db.getColumnFamilyMetaData.levels.asScala.filter(_.level == 0)
-      .flatMap(_.files.asScala).sortBy(f => -f.largestSeqno).toSeq
-    val inputs = newestUnconfirmed(newestFirst, confirmed, conf.writeBufferSizeMB * 1024 * 1024)
-    if (inputs.size < 2) 0
-    else try {
-      db.compactFiles(mergeOptions, inputs.map(tableName).asJava, 0, -1, null)
-      inputs.size
-    } catch {
-      case _: RocksDBException => 0 // a background compaction took one of them first
-    }
   }
 
   /**
@@ -193,7 +166,6 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
       readOptions.close()
       flushOptions.close()
       backgroundFlush.close()
-      mergeOptions.close()
       options.close()
       mergeOperator.close()
     }
@@ -220,22 +192,6 @@ object LocalRocksDB {
    */
   def idleMemtableShare(managerBytes: Long, openInstances: Int = open.get): Long =
     managerBytes / (2L * math.max(1, openInstances))
-
-  /** An SST's name inside the DB directory (RocksDB's metadata names it with a leading '/'). */
-  private def tableName(f: SstFileMetaData): String = f.fileName.stripPrefix("/")
-
-  /**
-   * From the newest level-0 file back: the files `confirmed` does not hold and no compaction
-   * reads, while their bytes together stay within `capBytes`.
-   */
-  private def newestUnconfirmed(newestFirst: Seq[SstFileMetaData], confirmed: ConfirmedFiles,
-      capBytes: Long): Seq[SstFileMetaData] = {
-    val unconfirmed = newestFirst.takeWhile { f =>
-      !f.beingCompacted && confirmed.reusable(tableName(f), f.size).isEmpty
-    }
-    val bytesSoFar = unconfirmed.scanLeft(0L)(_ + _.size).tail
-    unconfirmed.zip(bytesSoFar).takeWhile(_._2 <= capBytes).map(_._1)
-  }
 
   private def compressionType(name: String): CompressionType = name match {
     case "none" => CompressionType.NO_COMPRESSION
