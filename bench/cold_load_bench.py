@@ -11,8 +11,9 @@ a new executor) restarts the query on a copy of that checkpoint and runs one bat
 that batch has to load the whole state from the checkpoint. It prints the median time the
 store took to load (each provider's own metric: ``rockstateLoadMs``, Spark's
 ``rocksdbLoadLatencyMs``) and of that whole batch (``triggerExecution``, ``addBatch``), per
-provider, and rockstate's ratios. Both providers pay the same query start; nothing is
-asserted (shared, noisy machines: read the numbers side by side).
+provider, the MB the checkpoint holds in ``state/`` (a load's growth from one ``--keys`` to
+another is to be read against this one's), and rockstate's ratios. Both providers pay the same
+query start; nothing is asserted (shared, noisy machines: read the numbers side by side).
 """
 
 from __future__ import annotations
@@ -192,6 +193,7 @@ def main() -> int:
     write_input(workdir / "input" / "src", args.keys, args.changed, args.batches)
     results: dict[str, list[dict]] = {}
     stores: dict[str, list[dict]] = {}
+    state_mb: dict[str, float] = {}  # what cold load is to grow no faster than
     for name in args.providers.split(","):
         work = workdir / name
         runs, store_runs = [], []
@@ -209,6 +211,8 @@ def main() -> int:
                     json.loads(line[len("RESULT "):]))
         results[name] = runs
         stores[name] = store_runs
+        state_mb[name] = sum(f.stat().st_size for f in (work / "checkpoint" / "state").rglob("*")
+                             if f.is_file() and not f.name.endswith(".crc")) / 1e6
     print(f"keys={args.keys} changed/batch={args.changed} batches={args.batches} "
           f"repeats={args.repeats} (one partition; snapshot every 2 versions)")
     medians = {}
@@ -226,7 +230,7 @@ def main() -> int:
               f"{direct[name]['store_load_ms']:8.0f} ms "
               f"{[round(r['store_load_ms']) for r in runs]}   then a full scan p50 "
               f"{direct[name]['scan_ms']:6.0f} ms   keys {runs[-1]['keys']} at version "
-              f"{runs[-1]['version']}")
+              f"{runs[-1]['version']}   {state_mb[name]:.1f} MB in state/")
     if "rockstate" in medians:
         for name, m in medians.items():
             if name != "rockstate":
