@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from provider_bench import PROVIDERS, write_input
+from provider_bench import PROVIDERS, state_files, write_input
 
 SNAPSHOT_EVERY_2 = {
     "rockstate": {"spark.sql.streaming.stateStore.rockstate.snapshotInterval": "2"},
@@ -211,8 +211,7 @@ def main() -> int:
                     json.loads(line[len("RESULT "):]))
         results[name] = runs
         stores[name] = store_runs
-        state_mb[name] = sum(f.stat().st_size for f in (work / "checkpoint" / "state").rglob("*")
-                             if f.is_file() and not f.name.endswith(".crc")) / 1e6
+        state_mb[name] = sum(state_files(work / "checkpoint").values()) / 1e6
     print(f"keys={args.keys} changed/batch={args.changed} batches={args.batches} "
           f"repeats={args.repeats} (one partition; snapshot every 2 versions)")
     medians = {}
