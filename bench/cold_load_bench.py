@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -52,6 +53,7 @@ def _session(name: str):
                .config("spark.sql.streaming.stateStore.maintenanceInterval", "1s"))
     spark = rockstate.configure(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    print(f"JVM {spark.sparkContext._jvm.ProcessHandle.current().pid()}", flush=True)
     spark.conf.set("spark.sql.streaming.stateStore.providerClass", provider)
     for k, v in {**extra, **SNAPSHOT_EVERY_2[name]}.items():
         spark.conf.set(k, v)
@@ -168,6 +170,41 @@ def store_load(name: str, work: Path, run: int) -> dict:
             "keys": keys, "version": version}
 
 
+def _run_child(phase: str, name: str, work: Path) -> tuple[int, str, str]:
+    """Runs a child phase; returns its exit code, stdout and stderr. Its output goes to files,
+    not pipes, and the child's own end is awaited, not its JVM's: Spark's RocksDB provider
+    can leave a JVM that never exits (its compactions fail on the directories Spark deletes
+    as it stops, and RocksDB's log call from a native thread then blocks the JVM's exit). A
+    JVM still there 60 s after its child is ended, and said so."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        child = subprocess.run([sys.executable, __file__, "--child", phase, name, str(work)],
+                               stdout=out, stderr=err, env=os.environ, check=False)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    jvm = next((int(ln.split()[1]) for ln in stdout.splitlines() if ln.startswith("JVM ")),
+               None)
+    if jvm is not None and not _ended(jvm, 60):
+        os.kill(jvm, signal.SIGKILL)
+        print(f"{name} {phase}: its JVM had not exited 60 s after its Python process; ended",
+              file=sys.stderr)
+    return child.returncode, stdout, stderr
+
+
+def _ended(pid: int, seconds: float) -> bool:
+    """Whether process ``pid`` ends (or is a zombie) within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.5)
+    return False
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -200,12 +237,11 @@ def main() -> int:
         phases = [str(i) for i in range(args.repeats)] + [f"store-{i}"
                                                            for i in range(args.repeats)]
         for phase in ["build", *phases]:
-            out = subprocess.run([sys.executable, __file__, "--child", phase, name, str(work)],
-                                 capture_output=True, text=True, env=os.environ, check=False)
-            if out.returncode != 0:
-                print(f"{name} {phase} failed:\n{out.stderr[-3000:]}", file=sys.stderr)
+            code, stdout, stderr = _run_child(phase, name, work)
+            if code != 0:
+                print(f"{name} {phase} failed:\n{stderr[-3000:]}", file=sys.stderr)
                 return 1
-            line = next((ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")), None)
+            line = next((ln for ln in stdout.splitlines() if ln.startswith("RESULT ")), None)
             if line:
                 (store_runs if phase.startswith("store-") else runs).append(
                     json.loads(line[len("RESULT "):]))

@@ -26,6 +26,7 @@ import zipfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -35,8 +36,13 @@ from rockstate.checkpoint_path import file_name, local_within, relative_path
 from rockstate.errors import CorruptCheckpointError, RockstateError
 from rockstate.location import DEFAULT_STORE, CheckpointLocation
 
+if TYPE_CHECKING:
+    from rocksdict import ReadOptions
+
 _LZ4_MAGIC = b"LZ4Block"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+# Bytes RocksDB reads ahead of a scan of a snapshot's SSTs.
+_READAHEAD = 4 << 20
 
 
 def partitions(loc: CheckpointLocation, operator: int, store: str) -> dict[int, str]:
@@ -273,18 +279,32 @@ def _stage_shared_file(loc: CheckpointLocation, path: str, f: dict, entry: str, 
 def read_only_items(directory: str, where: str) -> Iterator[Iterator[tuple[bytes, bytes]]]:
     """The keys and values of the RocksDB in ``directory``, in key order, while the block
     runs; one that RocksDB cannot open is CorruptCheckpointError."""
-    from rocksdict import AccessType, Rdict
+    from rocksdict import AccessType, Options, Rdict
 
     try:
-        db = Rdict(directory, access_type=AccessType.read_only())
+        # Raw: the entries are Spark's bytes, not rocksdict's tagged Python values, so it need
+        # not look at each one's type.
+        db = Rdict(directory, Options(raw_mode=True), access_type=AccessType.read_only())
     except Exception as e:  # rocksdict raises a bare Exception with RocksDB's status
         raise CorruptCheckpointError(
             f"RocksDB cannot open the snapshot {where} ({e}); it is damaged or incomplete. "
             "Run `rockstate verify` to see what else is.") from None
     try:
-        yield iter(db.items())
+        yield iter(db.items(read_opt=_one_scan()))
     finally:
         db.close()
+
+
+def _one_scan() -> ReadOptions:
+    """Read options for one pass over every entry: blocks read once are not cached (they would
+    only push each other out) and files are read ahead. Block checksums stay checked: the
+    snapshot is untrusted input."""
+    from rocksdict import ReadOptions
+
+    options = ReadOptions()
+    options.fill_cache(False)
+    options.set_readahead_size(_READAHEAD)
+    return options
 
 
 def _extract(data: bytes, into: Path, where: str) -> None:

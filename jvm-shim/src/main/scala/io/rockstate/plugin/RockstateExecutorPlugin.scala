@@ -12,7 +12,7 @@ import org.apache.spark.api.plugin.{ExecutorPlugin, PluginContext}
 import org.apache.spark.internal.Logging
 
 import io.rockstate.checkpoint._
-import io.rockstate.storage.{ExecutorMemory, RockstateConf}
+import io.rockstate.storage.{ExecutorMemory, LocalRocksDB, RockstateConf}
 
 class RockstateExecutorPlugin extends ExecutorPlugin with Logging {
   private var poller: ScheduledExecutorService = _
@@ -63,5 +63,8 @@ class RockstateExecutorPlugin extends ExecutorPlugin with Logging {
   override def shutdown(): Unit = {
     CheckpointReporter.detach()
     if (poller != null) poller.shutdownNow()
+    // Before Spark deletes the stores' directories (LocalRocksDB.stopAllBackgroundWork).
+    val stopped = LocalRocksDB.stopAllBackgroundWork()
+    if (stopped > 0) logInfo(s"rockstate: stopped the background work of $stopped stores")
   }
 }

@@ -54,8 +54,12 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
   private val flushOptions = new FlushOptions().setWaitForFlush(true)
   private val backgroundFlush = new FlushOptions().setWaitForFlush(false)
 
+  // `close` and `stopBackgroundWork` run one at a time, and neither after `close`.
+  private val lifecycle = new Object
+  private var closed = false
+
   private val db: RocksDB = RocksDB.open(options, dir.getAbsolutePath)
-  open.incrementAndGet()
+  live.add(this)
 
   // Iterators still open when the DB closes would crash the JVM; close them first.
   private val openIterators = ConcurrentHashMap.newKeySet[RocksIterator]()
@@ -155,13 +159,26 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
     db.getLongProperty("rocksdb.cur-size-all-mem-tables") +
       db.getLongProperty("rocksdb.estimate-table-readers-mem")
 
-  override def close(): Unit = {
+  /**
+   * Ends this instance's flushes and compactions for good, waiting for a running one; reads and
+   * writes still work. For a JVM about to lose the directory (`stopAllBackgroundWork`).
+   */
+  def stopBackgroundWork(): Unit = lifecycle.synchronized {
+    if (!closed) db.cancelAllBackgroundWork(true)
+  }
+
+  override def close(): Unit = lifecycle.synchronized {
+    if (!closed) closeOnce()
+    closed = true
+  }
+
+  private def closeOnce(): Unit = {
     openIterators.asScala.toSeq.foreach { it =>
       if (openIterators.remove(it)) it.close()
     }
     try db.cancelAllBackgroundWork(true) finally {
       db.close()
-      open.decrementAndGet()
+      live.remove(this)
       writeOptions.close()
       readOptions.close()
       flushOptions.close()
@@ -183,15 +200,29 @@ object LocalRocksDB {
   val ArenaBlockBytes: Long = 32L * 1024
 
   // RocksDB instances open in this JVM.
-  private val open = new java.util.concurrent.atomic.AtomicInteger()
+  private val live = ConcurrentHashMap.newKeySet[LocalRocksDB]()
 
   /**
    * The memtable bytes an idle store may keep: half its fair share of the write buffer
    * manager (`managerBytes` over the instances open in this JVM), so idle stores together
    * hold at most half of it and the busy ones always have the other half.
    */
-  def idleMemtableShare(managerBytes: Long, openInstances: Int = open.get): Long =
+  def idleMemtableShare(managerBytes: Long, openInstances: Int = live.size): Long =
     managerBytes / (2L * math.max(1, openInstances))
+
+  /**
+   * Stops the background work of every instance open in this JVM, as its executor shuts down,
+   * and returns how many there were. Spark does not close its stores then, and goes on to
+   * delete the directory they live in (in local mode, `SparkContext.stop` deletes the driver's
+   * `userFiles`). A compaction then fails on a vanished file and RocksDB reports it through the
+   * JNI logger, again every second; if that happens as the JVM exits, the VM waits for
+   * RocksDB's thread while the thread waits to attach to the VM, and the process never ends.
+   */
+  def stopAllBackgroundWork(): Int = {
+    val open = live.asScala.toSeq
+    open.foreach(_.stopBackgroundWork())
+    open.size
+  }
 
   private def compressionType(name: String): CompressionType = name match {
     case "none" => CompressionType.NO_COMPRESSION

@@ -41,4 +41,26 @@ class LocalRocksDBSuite extends AnyFunSuite {
       FileUtils.deleteDirectory(dir)
     }
   }
+
+  test("an executor's shutdown stops every open store's flushes; reads, writes and close work") {
+    val dirs = Seq.fill(2)(Files.createTempDirectory("rockstate-localdb").toFile)
+    val dbs = dirs.map(new LocalRocksDB(_, RockstateConf.from(Map.empty, 2)))
+    try {
+      dbs.foreach(_.put("before".getBytes, Array[Byte](1)))
+      dbs.head.close() // closed ones are left alone
+      assert(LocalRocksDB.stopAllBackgroundWork() >= 1)
+      val db = dbs(1)
+      db.put("after".getBytes, Array[Byte](2))
+      assert(db.get("before".getBytes).sameElements(Array[Byte](1)))
+      // No flush runs any more: RocksDB refuses it as shutting down.
+      val refused = intercept[org.rocksdb.RocksDBException](
+        db.checkpointTo(new java.io.File(dirs(1), "checkpoint")))
+      assert(refused.getMessage.toLowerCase.contains("shutdown"), refused.getMessage)
+      assert(db.sstBytes == 0)
+    } finally {
+      dbs.foreach(_.close())
+      dbs.head.close() // twice: nothing happens
+      dirs.foreach(FileUtils.deleteDirectory)
+    }
+  }
 }
