@@ -74,8 +74,11 @@ def _jvm_gone(pid: int) -> bool:
     except ProcessLookupError:
         return True
     # A zombie has exited; it lingers only until init reaps it.
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:  # gone since
+        return True
 
 
 def _run_and_exit(tmp_path: Path, mode: str, keys: int) -> None:

@@ -168,8 +168,10 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
   }
 
   override def close(): Unit = lifecycle.synchronized {
-    if (!closed) closeOnce()
-    closed = true
+    if (!closed) {
+      closed = true // even if closing fails half-way: its handles must not be closed twice
+      closeOnce()
+    }
   }
 
   private def closeOnce(): Unit = {
