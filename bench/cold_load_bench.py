@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from provider_bench import PROVIDERS, state_files, write_input
+from provider_bench import PROVIDERS, stat_fields, state_files, write_input
 
 SNAPSHOT_EVERY_2 = {
     "rockstate": {"spark.sql.streaming.stateStore.rockstate.snapshotInterval": "2"},
@@ -196,9 +196,8 @@ def _ended(pid: int, seconds: float) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
-            with open(f"/proc/{pid}/stat") as f:
-                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
-                    return True
+            if stat_fields(Path(f"/proc/{pid}/stat"))[0] == "Z":
+                return True
         except FileNotFoundError:
             return True
         time.sleep(0.5)

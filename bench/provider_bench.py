@@ -160,7 +160,7 @@ def peak_rss_bytes(pid: int) -> int:
     return 0
 
 
-def _stat_fields(stat: Path) -> list[str]:
+def stat_fields(stat: Path) -> list[str]:
     """The fields of a /proc ``stat`` file after the command (which may hold spaces and
     parentheses): state first, then ppid, pgrp, session, ..."""
     return stat.read_text().rsplit(")", 1)[1].split()
@@ -168,7 +168,7 @@ def _stat_fields(stat: Path) -> list[str]:
 
 def _stat_cpu_seconds(stat: Path) -> float:
     """User plus system CPU time from a /proc ``stat`` file (a process's or one thread's)."""
-    fields = _stat_fields(stat)
+    fields = stat_fields(stat)
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -394,7 +394,7 @@ def _session_alive(sid: int) -> bool:
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                fields = _stat_fields(Path(f"/proc/{entry}/stat"))
+                fields = stat_fields(Path(f"/proc/{entry}/stat"))
             except OSError:
                 continue
             if int(fields[3]) == sid and fields[0] != "Z":

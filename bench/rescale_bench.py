@@ -31,7 +31,7 @@ import threading
 import time
 from pathlib import Path
 
-from provider_bench import PROVIDERS, write_input
+from provider_bench import PROVIDERS, stat_fields, write_input
 
 DRIVER_MEMORY = "3g"
 
@@ -90,8 +90,7 @@ def _tree_rss(pid: int) -> int:
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                with open(f"/proc/{entry}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                ppid = int(stat_fields(Path(f"/proc/{entry}/stat"))[1])
                 children.setdefault(ppid, []).append(int(entry))
             except (OSError, IndexError, ValueError):
                 pass

@@ -69,15 +69,12 @@ print("STOPPED", flush=True)
 
 
 def _jvm_gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    # A zombie has exited; it lingers only until init reaps it.
+    """Whether process ``pid`` has ended: no longer in /proc, or a zombie (it has exited and
+    lingers only until init reaps it)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:  # gone since
+    except FileNotFoundError:
         return True
 
 
