@@ -1,6 +1,6 @@
 """Cold load of one partition's state: rockstate against Spark's RocksDB provider, one run.
 
-    python bench/cold_load_bench.py --keys 1000000 --changed 50000 --batches 5
+    python bench/cold_load_bench.py --keys 1000000 --changed 50000 --batches 5 [--s3]
 
 Per provider, one process builds the state of a single partition (one shuffle partition): the
 first batch inserts ``--keys`` keys, each later one updates ``--changed`` of them, with a
@@ -14,13 +14,21 @@ store took to load (each provider's own metric: ``rockstateLoadMs``, Spark's
 provider, the MB the checkpoint holds in ``state/`` (a load's growth from one ``--keys`` to
 another is to be read against this one's), and rockstate's ratios. Both providers pay the same
 query start; nothing is asserted (shared, noisy machines: read the numbers side by side).
+
+``--s3`` keeps the checkpoints on an S3 API server (moto in a child process, reached through
+Hadoop's s3a, as ``provider_bench.py --s3``): each load's copy is made on the server, and each
+load also prints the requests it made, by kind. moto serves every byte from one Python process
+on the same machine, so a load there is slower than on a real object store; both providers
+share that server.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import posixpath
 import shutil
 import signal
 import statistics
@@ -30,7 +38,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from provider_bench import PROVIDERS, stat_fields, state_files, write_input
+from provider_bench import (
+    PROVIDERS,
+    requests_between,
+    s3_requests,
+    start_s3_server,
+    stat_fields,
+    state_files,
+    write_input,
+)
 
 SNAPSHOT_EVERY_2 = {
     "rockstate": {"spark.sql.streaming.stateStore.rockstate.snapshotInterval": "2"},
@@ -51,6 +67,8 @@ def _session(name: str):
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.driver.memory", "3g")
                .config("spark.sql.streaming.stateStore.maintenanceInterval", "1s"))
+    for k, v in json.loads(os.environ.get("ROCKSTATE_BENCH_SPARK_CONF", "{}")).items():
+        builder = builder.config(k, v)  # --s3: the s3a settings and jars
     spark = rockstate.configure(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     print(f"JVM {spark.sparkContext._jvm.ProcessHandle.current().pid()}", flush=True)
@@ -60,7 +78,50 @@ def _session(name: str):
     return spark
 
 
-def _query(spark, src: Path, checkpoint: Path):
+def _checkpoint(work: Path, copy: str = "") -> str:
+    """Where a provider's checkpoint (or a load's ``copy`` of it) is: under ``work`` on the
+    local disk, or under the bench's root on the S3 server (``--s3``)."""
+    folder = f"{copy}/checkpoint" if copy else "checkpoint"
+    root = os.environ.get("ROCKSTATE_BENCH_S3_ROOT")
+    return f"{root}/{work.name}/{folder}" if root else str(work / folder)
+
+
+def _s3fs():
+    """The S3 server's file system (fsspec), for a checkpoint on it."""
+    import fsspec
+
+    return fsspec.filesystem("s3", **json.loads(os.environ["ROCKSTATE_BENCH_S3_OPTIONS"]))
+
+
+def _copy(checkpoint: str, copy: str) -> None:
+    """A copy of a checkpoint for one load (copied on the server for one on S3)."""
+    if checkpoint.startswith("s3a://"):
+        fs = _s3fs()
+        fs.copy(checkpoint[len("s3a://"):], copy[len("s3a://"):], recursive=True)
+    else:
+        shutil.copytree(checkpoint, copy)
+
+
+def _remove(copy: str) -> None:
+    """Deletes a load's copy of the checkpoint."""
+    if copy.startswith("s3a://"):
+        with contextlib.suppress(FileNotFoundError):
+            _s3fs().rm(copy[len("s3a://"):], recursive=True)
+    else:
+        shutil.rmtree(Path(copy).parent, ignore_errors=True)
+
+
+def _location(checkpoint: str):
+    """rockstate's view of a checkpoint (to read its schemas and its newest version)."""
+    from rockstate.location import open_location
+
+    if checkpoint.startswith("s3a://"):
+        return open_location("s3://" + checkpoint[len("s3a://"):],
+                             json.loads(os.environ["ROCKSTATE_BENCH_S3_OPTIONS"]))
+    return open_location(checkpoint)
+
+
+def _query(spark, src: Path, checkpoint: str):
     from pyspark.sql import functions as F
 
     df = spark.readStream.schema("key STRING, value INT").option("maxFilesPerTrigger", 1) \
@@ -75,7 +136,7 @@ def build(name: str, work: Path, staged: list[Path]) -> None:
     spark = _session(name)
     src = work / "src"
     src.mkdir(parents=True)
-    query = _query(spark, src, work / "checkpoint")
+    query = _query(spark, src, _checkpoint(work))
     for f in staged:
         shutil.copy(f, src / f.name)
         query.processAllAvailable()
@@ -91,20 +152,22 @@ def load(name: str, work: Path, run: int) -> dict:
 
     # A copy of the checkpoint (Spark's file source log names the input files by path, so the
     # input directory stays where it is; the one-row file is removed again afterwards).
-    copy = work / f"load-{run}"
-    shutil.copytree(work / "checkpoint", copy / "checkpoint")
+    copy = _checkpoint(work, f"load-{run}")
+    _copy(_checkpoint(work), copy)
     spark = _session(name)
-    query = _query(spark, work / "src", copy / "checkpoint")
+    before = s3_requests()
+    query = _query(spark, work / "src", copy)
     query.processAllAvailable()  # nothing new: the restart itself
     one_row = work / "src" / f"zz-one-row-{run}.parquet"
     pq.write_table(pa.table({"key": ["key-00000001"], "value": pa.array([1], pa.int32())}),
                    one_row)
     query.processAllAvailable()
     p = query.lastProgress
+    requests = requests_between(s3_requests(), before)
     query.stop()
     spark.stop()
     one_row.unlink()
-    shutil.rmtree(copy, ignore_errors=True)
+    _remove(copy)
     op = p["stateOperators"][0]
     custom = op.get("customMetrics", {})
     return {"batch_ms": p["durationMs"]["triggerExecution"],
@@ -112,7 +175,8 @@ def load(name: str, work: Path, run: int) -> dict:
             "keys": op["numRowsTotal"],
             # the store's own figures, where the provider reports them
             "load_ms": custom.get("rockstateLoadMs", custom.get("rocksdbLoadLatencyMs", -1)),
-            "replayed": custom.get("rockstateChangelogsReplayed", -1)}
+            "replayed": custom.get("rockstateChangelogsReplayed", -1),
+            "requests": requests}
 
 
 def _java_array(spark, cls, items: list):
@@ -126,25 +190,26 @@ def store_load(name: str, work: Path, run: int) -> dict:
     """Child: a new application opens partition 0's newest version through the provider's own
     API, with no query and no local files: the load alone, timed around ``getStore``. Then it
     scans every key (a full read, the first use of the loaded state)."""
-    from rockstate.location import CheckpointLocation
     from rockstate.state_schema import v2_schemas
 
-    copy = work / f"store-{run}"
-    shutil.copytree(work / "checkpoint", copy / "checkpoint")
+    copy = _checkpoint(work, f"store-{run}")
+    _copy(_checkpoint(work), copy)
     spark = _session(name)
     jvm = spark.sparkContext._jvm
     state = jvm.org.apache.spark.sql.execution.streaming.state
-    loc = CheckpointLocation(str(copy / "checkpoint"))
+    loc = _location(copy)
     key_json, value_json = v2_schemas(loc, 0)
     schema = jvm.org.apache.spark.sql.types.DataType.fromJson
     key_schema, value_schema = schema(json.dumps(key_json)), schema(json.dumps(value_json))
-    version = max(int(p.name) for p in (copy / "checkpoint" / "commits").iterdir()
-                  if p.name.isdigit()) + 1
-    store_id = state.StateStoreId(str(copy / "checkpoint" / "state"), 0, 0, "default")
+    version = max(int(posixpath.basename(p)) for p in loc.fs.ls(loc.path("commits"),
+                                                                 detail=False)
+                  if posixpath.basename(p).isdigit()) + 1
+    store_id = state.StateStoreId(copy + "/state", 0, 0, "default")
     provider_id = state.StateStoreProviderId(store_id, jvm.java.util.UUID.randomUUID())
     conf = state.StateStoreConf(spark._jsparkSession.sessionState().conf(),
                                 jvm.org.apache.spark.api.python.PythonUtils.toScalaMap(
                                     jvm.java.util.HashMap()))
+    before = s3_requests()
     started = time.perf_counter()
     provider = state.StateStoreProvider.createAndInit(
         provider_id, key_schema, value_schema, state.NoPrefixKeyStateEncoderSpec(key_schema),
@@ -160,14 +225,15 @@ def store_load(name: str, work: Path, run: int) -> dict:
         version, getattr(provider, "getStore$default$2")(),
         getattr(provider, "getStore$default$3")(), getattr(provider, "getStore$default$4")()]))
     loaded = time.perf_counter()
+    requests = requests_between(s3_requests(), before)
     keys = store.iterator("default").size()
     scanned = time.perf_counter()
     store.abort()
     provider.close()
     spark.stop()
-    shutil.rmtree(copy, ignore_errors=True)
+    _remove(copy)
     return {"store_load_ms": (loaded - started) * 1000, "scan_ms": (scanned - loaded) * 1000,
-            "keys": keys, "version": version}
+            "keys": keys, "version": version, "requests": requests}
 
 
 def _run_child(phase: str, name: str, work: Path) -> tuple[int, str, str]:
@@ -212,6 +278,8 @@ def main() -> int:
     parser.add_argument("--batches", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--providers", default="rockstate,spark-rocksdb-changelog")
+    parser.add_argument("--s3", action="store_true",
+                        help="checkpoints on an S3 API server (moto) through s3a")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -227,6 +295,17 @@ def main() -> int:
 
     workdir = Path(tempfile.mkdtemp(prefix="rockstate-cold-load-"))
     write_input(workdir / "input" / "src", args.keys, args.changed, args.batches)
+    server = start_s3_server() if args.s3 else None
+    try:
+        return _compare(args, workdir)
+    finally:
+        if server is not None:
+            server.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _compare(args: argparse.Namespace, workdir: Path) -> int:
+    """Builds each provider's state, loads it ``--repeats`` times each way, prints the table."""
     results: dict[str, list[dict]] = {}
     stores: dict[str, list[dict]] = {}
     state_mb: dict[str, float] = {}  # what cold load is to grow no faster than
@@ -246,9 +325,10 @@ def main() -> int:
                     json.loads(line[len("RESULT "):]))
         results[name] = runs
         stores[name] = store_runs
-        state_mb[name] = sum(state_files(work / "checkpoint").values()) / 1e6
+        state_mb[name] = sum(state_files(_checkpoint(work)).values()) / 1e6
     print(f"keys={args.keys} changed/batch={args.changed} batches={args.batches} "
-          f"repeats={args.repeats} (one partition; snapshot every 2 versions)")
+          f"repeats={args.repeats} (one partition; snapshot every 2 versions; checkpoints on "
+          f"{'S3 (moto, s3a)' if args.s3 else 'the local file system'})")
     medians = {}
     for name, runs in results.items():
         medians[name] = {k: statistics.median(r[k] for r in runs)
@@ -265,6 +345,9 @@ def main() -> int:
               f"{[round(r['store_load_ms']) for r in runs]}   then a full scan p50 "
               f"{direct[name]['scan_ms']:6.0f} ms   keys {runs[-1]['keys']} at version "
               f"{runs[-1]['version']}   {state_mb[name]:.1f} MB in state/")
+        if args.s3:
+            print(f"{'':26} S3 requests: getStore {_median_requests(runs)}; restart and "
+                  f"one-row batch {_median_requests(results[name])}")
     if "rockstate" in medians:
         for name, m in medians.items():
             if name != "rockstate":
@@ -276,8 +359,14 @@ def main() -> int:
                       f"{with_scan:.2f}"
                       f"  load batch {mine['batch_ms'] / m['batch_ms']:.2f}  addBatch "
                       f"{mine['add_batch_ms'] / m['add_batch_ms']:.2f}")
-    shutil.rmtree(workdir, ignore_errors=True)
     return 0
+
+
+def _median_requests(runs: list[dict]) -> str:
+    """The median of the runs' S3 requests, kind by kind, on one line."""
+    kinds = sorted({k for r in runs for k in r["requests"]})
+    return ", ".join(f"{k} {statistics.median(r['requests'].get(k, 0) for r in runs):g}"
+                     for k in kinds) or "none"
 
 
 if __name__ == "__main__":

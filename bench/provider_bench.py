@@ -136,16 +136,16 @@ def write_input(src: Path, keys: int, changed: int, batches: int) -> list[Path]:
 
 def state_files(checkpoint: Path | str) -> dict[str, int]:
     """Files under the checkpoint's state/ directory (local, or an s3a:// URL) and sizes."""
-    if isinstance(checkpoint, str):
+    if str(checkpoint).startswith("s3a://"):
         import fsspec
 
         options = json.loads(os.environ["ROCKSTATE_BENCH_S3_OPTIONS"])
         fs = fsspec.filesystem("s3", **options)
-        root = checkpoint.replace("s3a://", "", 1) + "/state"
+        root = str(checkpoint).replace("s3a://", "", 1) + "/state"
         fs.invalidate_cache()
         return {p: int(i["size"]) for p, i in fs.find(root, detail=True).items()} \
             if fs.exists(root) else {}
-    root = checkpoint / "state"
+    root = Path(checkpoint) / "state"
     out = {}
     for p in root.rglob("*"):
         if p.is_file() and not p.name.endswith(".crc"):
@@ -263,7 +263,7 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
         query.processAllAvailable()
         p = query.lastProgress
         cpu[-1] = cpu_seconds(pid) - cpu[-1]
-        batch_requests.append(_delta(s3_requests(), before))
+        batch_requests.append(requests_between(s3_requests(), before))
         now = state_files(checkpoint)
         new_bytes = sum(size for path, size in now.items() if seen.get(path) != size)
         seen = now
@@ -371,7 +371,23 @@ def s3_requests() -> dict[str, int]:
         return json.loads(response.read())
 
 
-def _delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+def start_s3_server():
+    """Starts the S3 API server (moto, in a child process) and tells this process's children
+    where it is, through the environment: the Spark settings for ``s3a://`` (with its jars),
+    the root of the bench's checkpoints, the fsspec options and the request counter's
+    endpoint. The caller stops it."""
+    from support.s3 import S3Server
+
+    server = S3Server(process=True).start()
+    os.environ["ROCKSTATE_BENCH_SPARK_CONF"] = json.dumps(server.spark_conf())
+    os.environ["ROCKSTATE_BENCH_S3_ROOT"] = server.url("bench")
+    os.environ["ROCKSTATE_BENCH_S3_OPTIONS"] = json.dumps(server.storage_options())
+    os.environ["ROCKSTATE_BENCH_S3_ENDPOINT"] = server.endpoint
+    return server
+
+
+def requests_between(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+    """The S3 requests served from ``before`` to ``after`` (two ``s3_requests()``), by kind."""
     return {k: v - before.get(k, 0) for k, v in after.items()}
 
 
@@ -467,16 +483,7 @@ def main() -> int:
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="rockstate-bench-"))
     args.workdir = str(workdir)
     write_input(workdir / "input" / "src", args.keys, args.changed, args.batches)
-    server = None
-    if args.s3:
-        from support.s3 import S3Server
-
-        server = S3Server(process=True).start()
-        conf = server.spark_conf()
-        os.environ["ROCKSTATE_BENCH_SPARK_CONF"] = json.dumps(conf)
-        os.environ["ROCKSTATE_BENCH_S3_ROOT"] = server.url("bench")
-        os.environ["ROCKSTATE_BENCH_S3_OPTIONS"] = json.dumps(server.storage_options())
-        os.environ["ROCKSTATE_BENCH_S3_ENDPOINT"] = server.endpoint
+    server = start_s3_server() if args.s3 else None
     runs: dict[str, list[dict]] = {}
     names = args.providers.split(",")
     for run, name in ((run, name) for run in range(args.repeats) for name in names):
