@@ -21,6 +21,7 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
     val t = new BlockBasedTableConfig()
       .setBlockCache(memory.cache)
       .setCacheIndexAndFilterBlocks(true)
+      .setCacheIndexAndFilterBlocksWithHighPriority(true) // the pool of highPriorityPoolRatio
       .setPinL0FilterAndIndexBlocksInCache(true)
       .setFormatVersion(5)
     if (conf.bloomFilterBitsPerKey > 0) t.setFilterPolicy(new BloomFilter(conf.bloomFilterBitsPerKey))

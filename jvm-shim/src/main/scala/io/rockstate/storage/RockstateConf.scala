@@ -10,6 +10,7 @@ import java.util.Locale
  */
 final case class RockstateConf(
     blockCacheSizeMB: Long,
+    highPriorityPoolRatio: Double,
     writeBufferSizeMB: Long,
     writeBufferManagerMB: Long,
     compression: String,
@@ -62,6 +63,7 @@ object RockstateConf {
   val BlockCacheSizeMB = Prefix + "blockCacheSizeMB"
   val WriteBufferSizeMB = Prefix + "writeBufferSizeMB"
   val WriteBufferManagerMB = Prefix + "writeBufferManagerMB"
+  val HighPriorityPoolRatio = Prefix + "highPriorityPoolRatio"
   val Compression = Prefix + "compression"
   val BloomFilterBitsPerKey = Prefix + "bloomFilterBitsPerKey"
   val OrphanFileGraceMs = Prefix + "orphanFileGraceMs"
@@ -105,6 +107,7 @@ object RockstateConf {
 
   val Defaults: Map[String, String] = Map(
     BlockCacheSizeMB -> "128",
+    HighPriorityPoolRatio -> "0.1",
     WriteBufferSizeMB -> "64",
     WriteBufferManagerMB -> "128",
     Compression -> "lz4",
@@ -151,6 +154,15 @@ object RockstateConf {
       }
       v
     }
+    def fraction(key: String): Double = {
+      val v = get(key).toDoubleOption.getOrElse(Double.NaN)
+      if (!(v >= 0.0 && v < 1.0)) {
+        throw new IllegalArgumentException(
+          s"rockstate: $key must be a fraction from 0 up to (not including) 1, got " +
+            s"'${get(key)}'; the default is ${Defaults(key)}.")
+      }
+      v
+    }
     def bool(key: String): Boolean = get(key).toLowerCase(Locale.ROOT) match {
       case "true" => true
       case "false" => false
@@ -192,6 +204,7 @@ object RockstateConf {
     }
     RockstateConf(
       blockCacheSizeMB = long(BlockCacheSizeMB, 1),
+      highPriorityPoolRatio = fraction(HighPriorityPoolRatio),
       writeBufferSizeMB = long(WriteBufferSizeMB, 1),
       writeBufferManagerMB = long(WriteBufferManagerMB, 1),
       compression = codec,

@@ -658,6 +658,18 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
       e.getMessage.contains(RockstateConf.OrphanFileGraceMs))
   }
 
+  test("the cache's high-priority pool is a fraction below 1") {
+    assert(RockstateConf.from(Map.empty, 3).highPriorityPoolRatio == 0.1)
+    val set = Map(RockstateConf.HighPriorityPoolRatio -> "0.25")
+    assert(RockstateConf.from(set, 3).highPriorityPoolRatio == 0.25)
+    Seq("1", "1.5", "-0.1", "NaN", "a tenth").foreach { bad =>
+      val e = intercept[IllegalArgumentException](
+        RockstateConf.from(Map(RockstateConf.HighPriorityPoolRatio -> bad), 3))
+      assert(e.getMessage.contains(RockstateConf.HighPriorityPoolRatio) &&
+        e.getMessage.contains(s"'$bad'"), e.getMessage)
+    }
+  }
+
   test("a snapshot is referenced only once its upload is confirmed") {
     val p = provider(extra = Map(RockstateConf.SnapshotInterval -> "2",
       RockstateConf.TestUploadDelayMs -> "400", "spark.sql.streaming.minBatchesToRetain" -> "10"))
