@@ -41,10 +41,14 @@ from pathlib import Path
 from provider_bench import (
     PROVIDERS,
     requests_between,
+    s3_filesystem,
+    s3_key,
     s3_requests,
+    s3_storage_options,
     start_s3_server,
     stat_fields,
     state_files,
+    with_s3_conf,
     write_input,
 )
 
@@ -67,9 +71,7 @@ def _session(name: str):
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.driver.memory", "3g")
                .config("spark.sql.streaming.stateStore.maintenanceInterval", "1s"))
-    for k, v in json.loads(os.environ.get("ROCKSTATE_BENCH_SPARK_CONF", "{}")).items():
-        builder = builder.config(k, v)  # --s3: the s3a settings and jars
-    spark = rockstate.configure(builder).getOrCreate()
+    spark = rockstate.configure(with_s3_conf(builder)).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     print(f"JVM {spark.sparkContext._jvm.ProcessHandle.current().pid()}", flush=True)
     spark.conf.set("spark.sql.streaming.stateStore.providerClass", provider)
@@ -86,18 +88,10 @@ def _checkpoint(work: Path, copy: str = "") -> str:
     return f"{root}/{work.name}/{folder}" if root else str(work / folder)
 
 
-def _s3fs():
-    """The S3 server's file system (fsspec), for a checkpoint on it."""
-    import fsspec
-
-    return fsspec.filesystem("s3", **json.loads(os.environ["ROCKSTATE_BENCH_S3_OPTIONS"]))
-
-
 def _copy(checkpoint: str, copy: str) -> None:
     """A copy of a checkpoint for one load (copied on the server for one on S3)."""
     if checkpoint.startswith("s3a://"):
-        fs = _s3fs()
-        fs.copy(checkpoint[len("s3a://"):], copy[len("s3a://"):], recursive=True)
+        s3_filesystem().copy(s3_key(checkpoint), s3_key(copy), recursive=True)
     else:
         shutil.copytree(checkpoint, copy)
 
@@ -106,7 +100,7 @@ def _remove(copy: str) -> None:
     """Deletes a load's copy of the checkpoint."""
     if copy.startswith("s3a://"):
         with contextlib.suppress(FileNotFoundError):
-            _s3fs().rm(copy[len("s3a://"):], recursive=True)
+            s3_filesystem().rm(s3_key(copy), recursive=True)
     else:
         shutil.rmtree(Path(copy).parent, ignore_errors=True)
 
@@ -116,8 +110,7 @@ def _location(checkpoint: str):
     from rockstate.location import open_location
 
     if checkpoint.startswith("s3a://"):
-        return open_location("s3://" + checkpoint[len("s3a://"):],
-                             json.loads(os.environ["ROCKSTATE_BENCH_S3_OPTIONS"]))
+        return open_location("s3://" + s3_key(checkpoint), s3_storage_options())
     return open_location(checkpoint)
 
 

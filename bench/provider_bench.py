@@ -137,11 +137,8 @@ def write_input(src: Path, keys: int, changed: int, batches: int) -> list[Path]:
 def state_files(checkpoint: Path | str) -> dict[str, int]:
     """Files under the checkpoint's state/ directory (local, or an s3a:// URL) and sizes."""
     if str(checkpoint).startswith("s3a://"):
-        import fsspec
-
-        options = json.loads(os.environ["ROCKSTATE_BENCH_S3_OPTIONS"])
-        fs = fsspec.filesystem("s3", **options)
-        root = str(checkpoint).replace("s3a://", "", 1) + "/state"
+        fs = s3_filesystem()
+        root = s3_key(str(checkpoint)) + "/state"
         fs.invalidate_cache()
         return {p: int(i["size"]) for p, i in fs.find(root, detail=True).items()} \
             if fs.exists(root) else {}
@@ -215,8 +212,7 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
         .config("spark.sql.streaming.stateStore.maintenanceInterval", args.maintenance_interval)
     )
     s3_root = os.environ.get("ROCKSTATE_BENCH_S3_ROOT")
-    for k, v in json.loads(os.environ.get("ROCKSTATE_BENCH_SPARK_CONF", "{}")).items():
-        builder = builder.config(k, v)
+    builder = with_s3_conf(builder)
     for conf in args.conf:  # checked as KEY=VALUE when parsed (_conf_pair)
         key, _, value = conf.partition("=")
         builder = builder.config(key, value)
@@ -384,6 +380,30 @@ def start_s3_server():
     os.environ["ROCKSTATE_BENCH_S3_OPTIONS"] = json.dumps(server.storage_options())
     os.environ["ROCKSTATE_BENCH_S3_ENDPOINT"] = server.endpoint
     return server
+
+
+def with_s3_conf(builder):
+    """``builder`` with the Spark settings ``start_s3_server`` handed down (none without it)."""
+    for k, v in json.loads(os.environ.get("ROCKSTATE_BENCH_SPARK_CONF", "{}")).items():
+        builder = builder.config(k, v)
+    return builder
+
+
+def s3_storage_options() -> dict:
+    """The fsspec options of the server ``start_s3_server`` started."""
+    return json.loads(os.environ["ROCKSTATE_BENCH_S3_OPTIONS"])
+
+
+def s3_filesystem():
+    """The server ``start_s3_server`` started, as an fsspec file system."""
+    import fsspec
+
+    return fsspec.filesystem("s3", **s3_storage_options())
+
+
+def s3_key(url: str) -> str:
+    """An ``s3a://bucket/key`` URL as fsspec's ``bucket/key``."""
+    return url.removeprefix("s3a://")
 
 
 def requests_between(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
