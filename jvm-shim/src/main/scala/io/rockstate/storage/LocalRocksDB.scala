@@ -17,6 +17,10 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
 
   private val memory = ExecutorMemory.get(conf)
 
+  // A native object of its own: closed with the store, or each open leaks it.
+  private val bloomFilter =
+    Option.when(conf.bloomFilterBitsPerKey > 0)(new BloomFilter(conf.bloomFilterBitsPerKey))
+
   private val tableConfig = {
     val t = new BlockBasedTableConfig()
       .setBlockCache(memory.cache)
@@ -24,7 +28,7 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
       .setCacheIndexAndFilterBlocksWithHighPriority(true) // the pool of highPriorityPoolRatio
       .setPinL0FilterAndIndexBlocksInCache(true)
       .setFormatVersion(5)
-    if (conf.bloomFilterBitsPerKey > 0) t.setFilterPolicy(new BloomFilter(conf.bloomFilterBitsPerKey))
+    bloomFilter.foreach(f => t.setFilterPolicy(f))
     t
   }
 
@@ -63,7 +67,7 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
   live.add(this)
 
   // Iterators still open when the DB closes would crash the JVM; close them first.
-  private val openIterators = ConcurrentHashMap.newKeySet[RocksIterator]()
+  private val openIterators = ConcurrentHashMap.newKeySet[KvIterator]()
 
   // What the task read, so the row count's check before a put rarely reads again.
   private val readKeys = new ReadKeys(ReadKeysHeld)
@@ -108,22 +112,19 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
 
   /**
    * Key-value pairs from `from` (inclusive) up to `until` (exclusive, None for the end), in
-   * RocksDB's byte order. The caller must close the returned iterator.
+   * RocksDB's byte order. The caller must close the returned iterator (the store's close
+   * closes those still open).
    */
   def scan(from: Array[Byte], until: Option[Array[Byte]]): KvIterator = {
     val ro = new ReadOptions()
     val bound = until.map(u => new Slice(u))
     bound.foreach(ro.setIterateUpperBound)
     val it = db.newIterator(ro)
-    openIterators.add(it)
+    val iterator =
+      new KvIterator(it, Seq(ro) ++ bound, closed => { openIterators.remove(closed); () })
+    openIterators.add(iterator)
     if (from.isEmpty) it.seekToFirst() else it.seek(from)
-    new KvIterator(it, () => {
-      if (openIterators.remove(it)) {
-        it.close()
-        ro.close()
-        bound.foreach(_.close())
-      }
-    })
+    iterator
   }
 
   /** Flushes the memtables and hard-links a consistent copy of the DB into `target`. */
@@ -176,9 +177,7 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
   }
 
   private def closeOnce(): Unit = {
-    openIterators.asScala.toSeq.foreach { it =>
-      if (openIterators.remove(it)) it.close()
-    }
+    openIterators.asScala.toSeq.foreach(_.close())
     try db.cancelAllBackgroundWork(true) finally {
       db.close()
       live.remove(this)
@@ -188,6 +187,7 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
       backgroundFlush.close()
       options.close()
       mergeOperator.close()
+      bloomFilter.foreach(_.close())
     }
   }
 }
@@ -234,10 +234,15 @@ object LocalRocksDB {
     case _ => CompressionType.LZ4_COMPRESSION
   }
 
-  /** A forward iterator over raw pairs; yields fresh arrays so callers may keep them. */
-  final class KvIterator(it: RocksIterator, closer: () => Unit)
+  /**
+   * A forward iterator over raw pairs; yields fresh arrays so callers may keep them. Closed by
+   * its reader or by the store's close, whichever comes first: then it ends, and its RocksDB
+   * iterator and `options` (native objects) are closed once, and `onClose` is told.
+   */
+  final class KvIterator(it: RocksIterator, options: Seq[AutoCloseable],
+      onClose: KvIterator => Unit)
     extends Iterator[(Array[Byte], Array[Byte])] with AutoCloseable {
-    private var closed = false
+    @volatile private var closed = false
 
     override def hasNext: Boolean = {
       if (closed) false
@@ -256,9 +261,14 @@ object LocalRocksDB {
       kv
     }
 
-    override def close(): Unit = if (!closed) {
-      closed = true
-      closer()
+    override def close(): Unit = synchronized {
+      if (!closed) {
+        closed = true
+        try {
+          it.close()
+          options.foreach(_.close())
+        } finally onClose(this)
+      }
     }
   }
 }

@@ -14,11 +14,17 @@ import org.apache.commons.io.FileUtils
  * the bound that cache sets. Each store gets `--keys` keys of 100 bytes, flushed to one SST and
  * read back (so its index and filter blocks are loaded), then a few more keys left in its
  * memtable, as an idle store between batches holds. Prints, after opening, after writing,
- * after reading and after closing every store: the process's resident set and the JVM heap (after a GC), the shared cache's
- * usage, the native memory outside the heap and outside the cache per store, and open files.
+ * after reading and after closing every store: the process's resident set and the JVM heap
+ * (after a GC), the shared cache's usage, the native memory outside the heap and outside the
+ * cache per store, and open files.
  * A benchmark, never a test:
  *
  *   dev/sbt "shim/Test/runMain io.rockstate.storage.StoreMemoryBench --stores 1000"
+ *
+ * With `--open-at-once K` the stores are held as Spark 4.1+'s `unloadOnCommit` holds them: K
+ * at a time (an executor's task slots), each opened on its directory, written, flushed, read
+ * and closed before the next, for `--rounds` rounds (batches); it prints the same figures
+ * after every round, so what the C allocator keeps from a thousand opens and closes shows.
  */
 object StoreMemoryBench {
 
@@ -27,7 +33,35 @@ object StoreMemoryBench {
     val stores = opts.getOrElse("stores", "1000").toInt
     val keys = opts.getOrElse("keys", "1000").toInt
     val dir = Files.createTempDirectory("rockstate-memory-bench").toFile
-    try run(dir, stores, keys) finally FileUtils.deleteDirectory(dir)
+    try opts.get("open-at-once") match {
+      case Some(atOnce) => runUnloading(dir, stores, keys, atOnce.toInt,
+        opts.getOrElse("rounds", "5").toInt)
+      case None => run(dir, stores, keys)
+    } finally FileUtils.deleteDirectory(dir)
+  }
+
+  /** Every store opened, written, read and closed in turn, `atOnce` open together. */
+  private def runUnloading(dir: File, stores: Int, keys: Int, atOnce: Int, rounds: Int): Unit = {
+    val conf = RockstateConf.from(Map.empty, 2)
+    val memory = ExecutorMemory.get(conf)
+    val before = Sample.take()
+    (1 to rounds).foreach { round =>
+      (0 until stores).grouped(atOnce).foreach { group =>
+        val dbs = group.map { i =>
+          new LocalRocksDB(Files.createDirectories(new File(dir, s"store-$i").toPath).toFile, conf)
+        }
+        val value = Array.fill[Byte](100)(round.toByte)
+        try group.zip(dbs).foreach { case (i, db) =>
+          (0 until keys).foreach(k => db.put(f"key$k%08d".getBytes, value))
+          // A commit's snapshot: the memtable flushed, the DB's files linked, then uploaded.
+          val snapshot = new File(dir, s"snapshot-$i")
+          db.checkpointTo(snapshot)
+          FileUtils.deleteDirectory(snapshot)
+          (0 until keys by 10).foreach(k => db.get(f"key$k%08d".getBytes))
+        } finally dbs.foreach(_.close())
+      }
+      report(s"round $round", stores, before, Sample.take(), memory)
+    }
   }
 
   private def run(dir: File, stores: Int, keys: Int): Unit = {
