@@ -47,9 +47,7 @@ object StoreMemoryBench {
     val before = Sample.take()
     (1 to rounds).foreach { round =>
       (0 until stores).grouped(atOnce).foreach { group =>
-        val dbs = group.map { i =>
-          new LocalRocksDB(Files.createDirectories(new File(dir, s"store-$i").toPath).toFile, conf)
-        }
+        val dbs = group.map(openStore(dir, _, conf))
         val value = Array.fill[Byte](100)(round.toByte)
         try group.zip(dbs).foreach { case (i, db) =>
           (0 until keys).foreach(k => db.put(f"key$k%08d".getBytes, value))
@@ -68,9 +66,7 @@ object StoreMemoryBench {
     val conf = RockstateConf.from(Map.empty, 2)
     val memory = ExecutorMemory.get(conf)
     val before = Sample.take()
-    val dbs = (0 until stores).map { i =>
-      new LocalRocksDB(Files.createDirectories(new File(dir, s"store-$i").toPath).toFile, conf)
-    }
+    val dbs = (0 until stores).map(openStore(dir, _, conf))
     try {
       report("opened", stores, before, Sample.take(), memory)
       dbs.foreach { db =>
@@ -87,6 +83,10 @@ object StoreMemoryBench {
     } finally dbs.foreach(_.close())
     report("closed", stores, before, Sample.take(), memory)
   }
+
+  /** Store `i`'s RocksDB, opened on its directory under `dir` (made on its first open). */
+  private def openStore(dir: File, i: Int, conf: RockstateConf): LocalRocksDB =
+    new LocalRocksDB(Files.createDirectories(new File(dir, s"store-$i").toPath).toFile, conf)
 
   private def report(stage: String, stores: Int, before: Sample, now: Sample,
       memory: ExecutorMemory.Shared): Unit = {
