@@ -19,6 +19,7 @@ final case class RockstateConf(
     orphanFileGraceMs: Long,
     trackTotalNumberOfRows: Boolean,
     snapshotInterval: Int,
+    snapshotPackMB: Long,
     changelogCompression: String,
     snapshotUploadThreads: Int,
     downloadThreads: Int,
@@ -69,6 +70,7 @@ object RockstateConf {
   val OrphanFileGraceMs = Prefix + "orphanFileGraceMs"
   val TrackTotalNumberOfRows = Prefix + "trackTotalNumberOfRows"
   val SnapshotInterval = Prefix + "snapshotInterval"
+  val SnapshotPackMB = Prefix + "snapshotPackMB"
   val ChangelogCompression = Prefix + "changelogCompression"
   val SnapshotUploadThreads = Prefix + "snapshotUploadThreads"
   val DownloadThreads = Prefix + "downloadThreads"
@@ -115,6 +117,7 @@ object RockstateConf {
     OrphanFileGraceMs -> "600000",
     TrackTotalNumberOfRows -> "true",
     SnapshotInterval -> "10",
+    SnapshotPackMB -> "128",
     ChangelogCompression -> "zstd",
     SnapshotUploadThreads -> "2",
     DownloadThreads -> "8",
@@ -213,6 +216,7 @@ object RockstateConf {
       orphanFileGraceMs = graceMs,
       trackTotalNumberOfRows = bool(TrackTotalNumberOfRows),
       snapshotInterval = long(SnapshotInterval, 1).toInt,
+      snapshotPackMB = long(SnapshotPackMB, 0),
       changelogCompression = oneOf(ChangelogCompression, Changelog.Codecs.keySet),
       snapshotUploadThreads = long(SnapshotUploadThreads, 1).toInt,
       downloadThreads = long(DownloadThreads, 1).toInt,
