@@ -71,6 +71,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 # The tests' support code (the S3 server, executor JVMs), for this process and its children.
@@ -148,6 +149,14 @@ def state_files(checkpoint: Path | str) -> dict[str, int]:
         if p.is_file() and not p.name.endswith(".crc"):
             out[str(p)] = p.stat().st_size
     return out
+
+
+def _kind(path: str) -> str:
+    """A state file's kind, by the suffix of its name (``sst``, ``zip``, ``changelog``,
+    rockstate's ``rsv`` version files and ``json`` manifests); ``other`` for a name without
+    one (Spark's operator metadata and schema files)."""
+    name = path.rsplit("/", 1)[-1]
+    return name.rsplit(".", 1)[-1] if "." in name else "other"
 
 
 def peak_rss_bytes(pid: int) -> int:
@@ -329,6 +338,8 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
                         for k in sorted({k for b in batch_requests for k in b})},
         "commit_path_bytes": statistics.mean(task_bytes),
         "state_files": len(left),
+        # By kind (the name's suffix): where one provider's extra files are.
+        "state_files_by_kind": dict(sorted(Counter(_kind(path) for path in left).items())),
         "state_mb": sum(left.values()) / 2**20,
         "checkpoints": checkpoints,
         # Where a batch's time goes (Spark's durationMs phases, p50 after the first batch).

@@ -8,7 +8,9 @@ the same input, the same run): rockstate and Spark's RocksDB provider in changel
 dimensions, each grown from its first step while the others stay put:
 
 - ``state``: keys in the state (``--sizes``; 200,000 changed a batch, 8 partitions, a snapshot
-  every 2 versions for both providers: the issue tracker's configuration);
+  every 2 versions for both providers: the issue tracker's configuration), ``--batches``
+  batches (12: the issue's 6 left five timed batches, and the one or two that follow the
+  first snapshot, or a compaction of the loaded state, moved their median by a second);
 - ``partitions``: shuffle partitions of a small state (``--partitions``; 20,000 keys);
 - ``executors``: ``local-cluster`` executor JVMs of one core each (``--executors``; 1M keys);
 - ``storage``: the checkpoint on the local disk, then on an S3 API server (moto, through s3a),
@@ -45,7 +47,7 @@ def steps(args: argparse.Namespace) -> dict[str, list[tuple[str, list[str]]]]:
     snap = ["--snapshot-every", "2", "--maintenance-interval", "200ms"]
     return {
         "state": [(f"{k:,} keys", ["--keys", str(k), "--changed", "200000", "--partitions", "8",
-                                   "--batches", "6", *snap])
+                                   "--batches", str(args.batches), *snap])
                   for k in args.sizes],
         "partitions": [(f"{p} partitions", ["--keys", "20000", "--changed", "2000",
                                             "--partitions", str(p), "--batches", "6"])
@@ -84,6 +86,14 @@ def print_dimension(name: str, results: list[tuple[str, dict[str, dict]]]) -> No
                            if v) or "-"
             print(f"| {label} | {provider} | " + " | ".join(_fmt(r.get(f, 0)) for f in FIGURES)
                   + f" | {s3} |")
+    print("\nEvery batch's duration in ms (the first loads the state and is not in the p50), "
+          "and the files left in `state/` by kind:\n")
+    for label, by_provider in results:
+        for provider in PROVIDERS:
+            r = by_provider[provider]
+            kinds = ", ".join(f"{k} {v:g}" for k, v in r.get("state_files_by_kind", {}).items())
+            print(f"- {label}, {provider}: {', '.join(f'{b:,}' for b in r['batches_ms'])}; "
+                  f"files: {kinds}")
     print(f"\nGrowth from the first step ({results[0][0]}), cost at the step / cost at the "
           "first step:\n")
     print("| step | provider | " + " | ".join(GROWTH) + " |")
@@ -118,6 +128,9 @@ def main() -> int:
     parser.add_argument("--sizes", type=_ints, default=[1_000_000, 4_000_000])
     parser.add_argument("--partitions", type=_ints, default=[200, 1000])
     parser.add_argument("--executors", type=_ints, default=[1, 2, 4])
+    parser.add_argument("--batches", type=int, default=12,
+                        help="batches a state step runs; the first, which loads the state, is "
+                             "not timed")
     args = parser.parse_args()
     plan = steps(args)
     work = Path(tempfile.mkdtemp(prefix="rockstate-scale-"))

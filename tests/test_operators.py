@@ -6,7 +6,6 @@ HDFSBackedStateStoreProvider and once on rockstate, and both must agree batch fo
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -16,13 +15,7 @@ from pyspark.sql import functions as F
 import rockstate
 from support.queries import BATCHES, SCHEMA, events, join, pandas_count_until_timeout, sided
 from support.savepoints import settled
-from support.streams import (
-    assert_checkpoint_sound,
-    assert_same_as_oracle,
-    assert_same_outputs,
-    run_stream,
-    state_rows,
-)
+from support.streams import assert_same_as_oracle, run_stream
 
 # The other Spark lines' leg (dev/test-spark-line) runs one query of each way an operator uses
 # the store (get/put, removal by watermark, a join's four stores, prefix scans, timeouts) and
@@ -135,39 +128,6 @@ def test_commits_write_the_change_and_snapshots_share_files(spark, workdir: Path
     assert sum(m["rockstateSnapshotsCompleted"] for m in later) >= 2
     assert sum(m["rockstateBytesReused"] for m in later) > 0
     assert sum(m["rockstateSnapshotsFailed"] for m in _metrics(run)) == 0
-
-
-def _snapshot_ssts(run, version: int) -> list[int]:
-    """How many SSTs each partition's snapshot of ``version`` names, partition by partition."""
-    counts = []
-    for part in sorted((Path(run.checkpoint) / "state" / "0").glob("[0-9]*")):
-        (manifest,) = (part / "snapshots").glob(f"{version}-*.json")
-        files = json.loads(manifest.read_text())["files"]
-        counts.append(sum(1 for f in files if f["kind"] == "sst"))
-    return counts
-
-
-@MAIN_LINE_ONLY  # storage alone, the same on every Spark line; CI's time is short
-def test_a_snapshot_uploads_the_flushes_since_the_last_one_as_one_sst(spark, workdir: Path):
-    """With 1 MB memtables a 40k-key first batch flushes before it ends, so version 2's
-    snapshot finds two level-0 SSTs or more in each store; `snapshotPackMB` (on by default)
-    merges them into one before the snapshot, `0` uploads each. Output and state agree."""
-    big = [{"key": f"key-{i:06d}", "value": i, "ts": "2026-01-01 00:00:00"} for i in range(40000)]
-    small = [{"key": f"key-{i:06d}", "value": 1, "ts": "2026-01-01 00:00:00"} for i in range(50)]
-    runs = {
-        pack: run_stream(
-            spark, rockstate.PROVIDER_CLASS,
-            lambda s: s.groupBy("key").agg(F.sum("value").alias("total")),
-            [big, small], workdir=workdir, name=f"pack-{pack}", schema=SCHEMA,
-            confs={SETTING + "writeBufferSizeMB": "1", SETTING + "snapshotPackMB": pack})
-        for pack in ("128", "0")
-    }
-    unpacked, packed = _snapshot_ssts(runs["0"], 2), _snapshot_ssts(runs["128"], 2)
-    assert len(packed) == 2 and min(unpacked) >= 2, (packed, unpacked)
-    assert packed == [1, 1], (packed, unpacked)
-    assert_same_outputs(runs["0"], runs["128"], "pack")
-    assert state_rows(spark, runs["128"].checkpoint) == state_rows(spark, runs["0"].checkpoint)
-    assert_checkpoint_sound(spark, runs["128"].checkpoint, retained=2)
 
 
 def test_snapshots_stay_on_their_interval_because_spark_hears_of_them(spark, workdir: Path):

@@ -18,9 +18,6 @@ final class ConfirmedFiles(initial: Iterable[StateFile], initialOwner: String) {
   def reusable(localName: String, size: Long): Option[(StateFile, String)] =
     Option(files.get(localName)).filter(_._1.size == size)
 
-  /** Whether a confirmed file has that local name (a snapshot uploaded it). */
-  def contains(localName: String): Boolean = files.containsKey(localName)
-
   /** The files of a snapshot whose manifest `owner` is written: it owns them from now on. */
   def confirm(snapshot: Iterable[StateFile], owner: String): Unit =
     snapshot.foreach(f => files.put(f.localName, (f, owner)))

@@ -5,7 +5,6 @@ import java.util.concurrent.ConcurrentHashMap
 
 import scala.jdk.CollectionConverters._
 
-import org.apache.spark.internal.Logging
 import org.rocksdb._
 
 /**
@@ -13,7 +12,7 @@ import org.rocksdb._
  * Writes go straight to the DB with the WAL off: a version becomes durable only through the
  * checkpoint upload, and an aborted batch is undone by reopening the last committed version.
  */
-final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseable with Logging {
+final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseable {
   import LocalRocksDB._
 
   private val memory = ExecutorMemory.get(conf)
@@ -128,46 +127,11 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
     iterator
   }
 
-  /**
-   * Flushes the memtables and hard-links a consistent copy of the DB into `target`. The level-0
-   * files no snapshot has uploaded (`uploaded` tells by local file name) are merged into one
-   * first (`packNewLevel0`).
-   */
-  def checkpointTo(target: File, uploaded: String => Boolean): Unit = {
+  /** Flushes the memtables and hard-links a consistent copy of the DB into `target`. */
+  def checkpointTo(target: File): Unit = {
     db.flush(flushOptions)
-    packNewLevel0(uploaded)
     val cp = Checkpoint.create(db)
     try cp.createCheckpoint(target.getAbsolutePath) finally cp.close()
-  }
-
-  /**
-   * Merges the newest level-0 files that no snapshot uploaded yet into one level-0 file, when
-   * there are two or more and they hold at most `snapshotPackMB` together. Every flush between
-   * two snapshots (an idle flush, the write buffer manager's early flushes of a busy store)
-   * would otherwise become a file of its own in the checkpoint, kept as long as any snapshot
-   * names it; merged, the snapshot uploads one file, and no fewer keys. Only files newer than
-   * every uploaded one are taken, so level 0 keeps its order; files RocksDB is compacting
-   * already are left as they are. Returns how many files were merged (0 when none).
-   */
-  def packNewLevel0(uploaded: String => Boolean): Int = {
-    val newestFirst =
-      db.getLiveFilesMetaData.asScala.filter(_.level == 0).sortBy(f => -f.largestSeqno)
-    val fresh = newestFirst.takeWhile(f => !uploaded(localName(f.fileName)))
-    val small = fresh.map(_.size).sum <= conf.snapshotPackMB * 1024 * 1024
-    if (fresh.size < 2 || !small || fresh.exists(_.beingCompacted)) 0
-    else {
-      // Compressed as the store's options say (CompactionOptions' compression is deprecated).
-      val options = new CompactionOptions()
-      try {
-        db.compactFiles(options, fresh.map(_.fileName).asJava, 0, 0, null)
-        fresh.size
-      } catch {
-        // A compaction RocksDB began on them since the check: the files stay as they are.
-        case e: RocksDBException =>
-          logInfo(s"rockstate: level-0 files of $dir not merged: ${e.getMessage}")
-          0
-      } finally options.close()
-    }
   }
 
   /**
@@ -262,10 +226,6 @@ object LocalRocksDB {
     open.foreach(_.stopBackgroundWork())
     open.size
   }
-
-  /** A live file's plain name ("000012.sst"); RocksDB reports it with a leading "/". */
-  private def localName(liveFileName: String): String =
-    liveFileName.substring(liveFileName.lastIndexOf('/') + 1)
 
   private def compressionType(name: String): CompressionType = name match {
     case "none" => CompressionType.NO_COMPRESSION

@@ -19,7 +19,6 @@ final case class RockstateConf(
     orphanFileGraceMs: Long,
     trackTotalNumberOfRows: Boolean,
     snapshotInterval: Int,
-    snapshotPackMB: Long,
     changelogCompression: String,
     snapshotUploadThreads: Int,
     downloadThreads: Int,
@@ -70,7 +69,6 @@ object RockstateConf {
   val OrphanFileGraceMs = Prefix + "orphanFileGraceMs"
   val TrackTotalNumberOfRows = Prefix + "trackTotalNumberOfRows"
   val SnapshotInterval = Prefix + "snapshotInterval"
-  val SnapshotPackMB = Prefix + "snapshotPackMB"
   val ChangelogCompression = Prefix + "changelogCompression"
   val SnapshotUploadThreads = Prefix + "snapshotUploadThreads"
   val DownloadThreads = Prefix + "downloadThreads"
@@ -117,7 +115,6 @@ object RockstateConf {
     OrphanFileGraceMs -> "600000",
     TrackTotalNumberOfRows -> "true",
     SnapshotInterval -> "10",
-    SnapshotPackMB -> "128",
     ChangelogCompression -> "zstd",
     SnapshotUploadThreads -> "2",
     DownloadThreads -> "8",
@@ -216,7 +213,6 @@ object RockstateConf {
       orphanFileGraceMs = graceMs,
       trackTotalNumberOfRows = bool(TrackTotalNumberOfRows),
       snapshotInterval = long(SnapshotInterval, 1).toInt,
-      snapshotPackMB = long(SnapshotPackMB, 0),
       changelogCompression = oneOf(ChangelogCompression, Changelog.Codecs.keySet),
       snapshotUploadThreads = long(SnapshotUploadThreads, 1).toInt,
       downloadThreads = long(DownloadThreads, 1).toInt,

@@ -572,7 +572,7 @@ final class VersionedRocksDB(
     val start = System.nanoTime()
     val checkpoint = local.newWorkPath(s"checkpoint-$version")
     try {
-      rocksDB.checkpointTo(checkpoint, confirmedFiles.contains)
+      rocksDB.checkpointTo(checkpoint)
       val (m, path) = SnapshotJob(snapshotManifestOf(version, 0L, versionPath), checkpoint,
         checkpointDir,
         local, confirmedFiles, conf, start).run(background = false)
@@ -605,7 +605,7 @@ final class VersionedRocksDB(
       localCheckpoint = Some(LocalCheckpointPool.submit { () =>
         try {
           val taken = System.nanoTime()
-          source.checkpointTo(checkpoint, files.contains)
+          source.checkpointTo(checkpoint)
           val synced = manifest.copy(stats = manifest.stats.copy(syncMs = Elapsed.sinceMs(taken)))
           snapshots.upload(upload, SnapshotJob(synced, checkpoint, checkpointDir, local, files,
             conf, upload.startedNanos))

@@ -79,7 +79,7 @@ class FaultPathsSuite extends AnyFunSuite with StoreTestKit {
     })
     // Snapshot 2 of p's DB, its upload run by hand to time the cleanup inside it.
     val checkpoint = new File(root, "cp-2")
-    p.db.rocksDB.checkpointTo(checkpoint, _ => false)
+    p.db.rocksDB.checkpointTo(checkpoint)
     val confirmed = new ConfirmedFiles(shared, owner)
     val job = SnapshotJob(SnapshotManifest(2, 2, 0, 0, "default", "s", 50, false, Nil, Nil,
       SnapshotStats.Zero, 0, "test"), checkpoint, dir,

@@ -53,7 +53,7 @@ object StoreMemoryBench {
           (0 until keys).foreach(k => db.put(f"key$k%08d".getBytes, value))
           // A commit's snapshot: the memtable flushed, the DB's files linked, then uploaded.
           val snapshot = new File(dir, s"snapshot-$i")
-          db.checkpointTo(snapshot, _ => false)
+          db.checkpointTo(snapshot)
           FileUtils.deleteDirectory(snapshot)
           (0 until keys by 10).foreach(k => db.get(f"key$k%08d".getBytes))
         } finally dbs.foreach(_.close())
