@@ -1,5 +1,6 @@
 package io.rockstate.spark
 
+import scala.annotation.tailrec
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
@@ -33,6 +34,9 @@ abstract class SparkStateStoreProvider extends StateStoreProvider with Logging {
   // from its first getStore until it commits, aborts or completes. Under `lock`.
   private var holder: Option[Long] = None
   @volatile private var leaseId = 0L
+  // A close that found the instance still held after lockAcquireTimeoutMs: the holder's
+  // release closes it. Under `lock`.
+  private var closeOnRelease = false
 
   override def init(
       stateStoreId: StateStoreId,
@@ -189,17 +193,12 @@ abstract class SparkStateStoreProvider extends StateStoreProvider with Logging {
    */
   private def acquire(): Long = {
     val me = currentOwner
-    val deadline = System.currentTimeMillis() + setup.conf.lockAcquireTimeoutMs
-    while (holder.exists(_ != me)) {
-      val left = deadline - System.currentTimeMillis()
-      if (left <= 0) {
-        throw new IllegalStateException(s"rockstate: ${setup.id} is in use by task attempt " +
-          s"${holder.get} on this executor; task attempt $me waited " +
-          s"${setup.conf.lockAcquireTimeoutMs} ms for it (lockAcquireTimeoutMs). Two " +
-          "attempts of one partition never share a store: this attempt fails and Spark " +
-          "retries it.")
-      }
-      lock.wait(left)
+    if (!awaitRelease(me)) {
+      throw new IllegalStateException(s"rockstate: ${setup.id} is in use by task attempt " +
+        s"${holder.get} on this executor; task attempt $me waited " +
+        s"${setup.conf.lockAcquireTimeoutMs} ms for it (lockAcquireTimeoutMs). Two " +
+        "attempts of one partition never share a store: this attempt fails and Spark " +
+        "retries it.")
     }
     if (holder.isEmpty) {
       holder = Some(me)
@@ -210,11 +209,35 @@ abstract class SparkStateStoreProvider extends StateStoreProvider with Logging {
     leaseId
   }
 
+  /**
+   * Waits under `lock`, up to `lockAcquireTimeoutMs`, until no task attempt other than `me`
+   * holds the instance; whether none does.
+   */
+  private def awaitRelease(me: Long): Boolean =
+    awaitRelease(me, System.currentTimeMillis() + setup.conf.lockAcquireTimeoutMs)
+
+  @tailrec private def awaitRelease(me: Long, deadline: Long): Boolean = {
+    val left = deadline - System.currentTimeMillis()
+    if (!holder.exists(_ != me)) true
+    else if (left <= 0) false
+    else {
+      lock.wait(left)
+      awaitRelease(me, deadline)
+    }
+  }
+
   /** Ends lease `lease` if it is still the current one. */
   private[spark] def releaseLease(lease: Long): Unit = lock.synchronized {
     if (holder.isDefined && leaseId == lease) {
       holder = None
       lock.notifyAll()
+      // The attempt's commit or abort is done by now: a failing close must not fail it.
+      if (closeOnRelease) {
+        try closeNow() catch {
+          case NonFatal(e) => logWarning(s"rockstate: closing ${setup.id} after its release " +
+            "failed", e)
+        }
+      }
     }
   }
 
@@ -273,7 +296,25 @@ abstract class SparkStateStoreProvider extends StateStoreProvider with Logging {
     }
   }
 
+  /**
+   * Spark closes a provider when it unloads it, from its maintenance thread (the partition
+   * moved to another executor), possibly while a task attempt of this executor still reads or
+   * writes the store: as Spark's own provider does, the close waits for that attempt's
+   * release, so nothing runs on a closed RocksDB (a scan under way would end early, a read
+   * racing the close could crash the JVM). Past `lockAcquireTimeoutMs` the release closes it instead.
+   */
   override def close(): Unit = lock.synchronized {
+    if (versioned == null || awaitRelease(currentOwner)) closeNow()
+    else {
+      closeOnRelease = true
+      logWarning(s"rockstate: ${setup.id} is still in use by task attempt ${holder.get} after " +
+        s"${setup.conf.lockAcquireTimeoutMs} ms (lockAcquireTimeoutMs); it closes when that " +
+        "attempt commits, aborts or ends")
+    }
+  }
+
+  private def closeNow(): Unit = {
+    closeOnRelease = false
     if (versioned != null) versioned.close()
   }
 

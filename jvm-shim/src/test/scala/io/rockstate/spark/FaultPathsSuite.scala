@@ -3,6 +3,7 @@ package io.rockstate.spark
 import java.io.{File, RandomAccessFile}
 import java.nio.file.Files
 import java.util.concurrent.{CountDownLatch, TimeUnit}
+import java.util.concurrent.atomic.{AtomicInteger, AtomicReference}
 
 import scala.collection.mutable
 
@@ -157,6 +158,63 @@ class FaultPathsSuite extends AnyFunSuite with StoreTestKit {
     holder.join()
     assert(e.getMessage.contains("is in use by task attempt") &&
       e.getMessage.contains("lockAcquireTimeoutMs"), e.getMessage)
+  }
+
+  test("3. closing a provider (Spark's unload) waits for the task attempt that holds it") {
+    val p = provider(extra = Map(RockstateConf.LockAcquireTimeoutMs -> "20000"))
+    val read = closedUnderATask(p) { closer =>
+      closer.join(1000) // a close that does not wait has ended by now
+      assert(closer.isAlive, "the close did not wait for the attempt holding the store")
+    }
+    assert(read == 50, "the attempt's scan did not read to its end")
+    intercept[IllegalStateException](p.db.rocksDB) // closed once the attempt released it
+  }
+
+  test("3. a close that times out waiting leaves the store open until its holder's release") {
+    val p = provider(extra = Map(RockstateConf.LockAcquireTimeoutMs -> "300"))
+    val read = closedUnderATask(p) { closer =>
+      closer.join(30000)
+      assert(!closer.isAlive)
+      assert(p.db.rocksDB != null, "closed under the attempt holding it")
+    }
+    assert(read == 50, "the attempt's scan did not read to its end")
+    intercept[IllegalStateException](p.db.rocksDB)
+  }
+
+  /**
+   * A task attempt takes `p`'s store of version 1 (50 rows) and reads its first row; `p` is
+   * closed from another thread, as Spark's maintenance unloads a provider, and `whileClosing`
+   * sees that thread; then the attempt reads the rest and aborts. The rows the attempt read.
+   */
+  private def closedUnderATask(p: RockstateStateStoreProvider)(whileClosing: Thread => Unit)
+      : Int = {
+    commitVersions(p, 1 to 1)(rows(1))
+    val reading = new CountDownLatch(1)
+    val goOn = new CountDownLatch(1)
+    val read = new AtomicInteger()
+    val failure = new AtomicReference[Throwable]()
+    val task = new Thread(() => try {
+      val s = p.getStore(1)
+      val it = s.iterator()
+      it.next()
+      read.incrementAndGet()
+      reading.countDown()
+      goOn.await(30, TimeUnit.SECONDS)
+      it.foreach(_ => read.incrementAndGet())
+      s.abort()
+    } catch {
+      case e: Throwable => failure.set(e)
+    })
+    task.start()
+    assert(reading.await(30, TimeUnit.SECONDS))
+    val closer = new Thread(() => p.close())
+    closer.start()
+    try whileClosing(closer) finally goOn.countDown()
+    task.join(60000)
+    closer.join(60000)
+    assert(failure.get == null, s"the attempt failed: ${failure.get}")
+    assert(!closer.isAlive)
+    read.get
   }
 
   test("4. a cleaner whose clock is skewed never sweeps an upload under way") {
