@@ -301,7 +301,8 @@ abstract class SparkStateStoreProvider extends StateStoreProvider with Logging {
    * moved to another executor), possibly while a task attempt of this executor still reads or
    * writes the store: as Spark's own provider does, the close waits for that attempt's
    * release, so nothing runs on a closed RocksDB (a scan under way would end early, a read
-   * racing the close could crash the JVM). Past `lockAcquireTimeoutMs` the release closes it instead.
+   * racing the close could crash the JVM). Past `lockAcquireTimeoutMs` the release closes it
+   * instead.
    */
   override def close(): Unit = lock.synchronized {
     if (versioned == null || awaitRelease(currentOwner)) closeNow()
