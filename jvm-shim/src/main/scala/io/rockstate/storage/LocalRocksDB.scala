@@ -130,8 +130,7 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
   /** Flushes the memtables and hard-links a consistent copy of the DB into `target`. */
   def checkpointTo(target: File): Unit = {
     db.flush(flushOptions)
-    val cp = Checkpoint.create(db)
-    try cp.createCheckpoint(target.getAbsolutePath) finally cp.close()
+    HardLinkCheckpoint.write(db, dir, target)
   }
 
   /**
