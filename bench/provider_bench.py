@@ -31,6 +31,10 @@ PUT and a rename a copy plus a delete:
     python bench/provider_bench.py --keys 20000 --changed 2000 --batches 8 --s3 \
         --providers rockstate,spark-rocksdb-changelog
 
+``spark-rocksdb-changelog-bounded`` (only when named) is Spark's provider under the memory
+bound rockstate keeps by default (a 128 MB cache an executor, the memtables charged to it):
+which of a difference is the bound's and which the provider's.
+
 ``--snapshot-every N`` gives both RocksDB providers the same snapshot cadence (rockstate's
 ``snapshotInterval``, Spark's ``minDeltasForSnapshot``; with ``--maintenance-interval 200ms``
 Spark's maintenance keeps up with it), and ``--checkpoint-format 2`` runs both on Spark's
@@ -90,8 +94,22 @@ PROVIDERS = {
         "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
         {"spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true"},
     ),
+    # Spark's provider under the bound rockstate keeps by default: one 128 MB cache an
+    # executor with the memtables charged to it, 10% of it for index and filter blocks.
+    # rockstate's memtables may take all of it (writeBufferManagerMB = blockCacheSizeMB);
+    # Spark wants the two ratios to sum below 1, so 0.89 (114 MB) is the nearest.
+    "spark-rocksdb-changelog-bounded": (
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+        {"spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+         "spark.sql.streaming.stateStore.rocksdb.boundedMemoryUsage": "true",
+         "spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB": "128",
+         "spark.sql.streaming.stateStore.rocksdb.writeBufferCacheRatio": "0.89",
+         "spark.sql.streaming.stateStore.rocksdb.highPriorityPoolRatio": "0.1"},
+    ),
     "hdfs": ("org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider", {}),
 }
+# Run only when named in --providers.
+OPT_IN = {"spark-rocksdb-changelog-bounded"}
 
 
 def _conf_pair(text: str) -> str:
@@ -484,7 +502,8 @@ def main() -> int:
     parser.add_argument("--snapshot-every", type=int, default=0,
                         help="snapshot cadence for both RocksDB providers (rockstate's "
                              "snapshotInterval, Spark's minDeltasForSnapshot); 0: defaults")
-    parser.add_argument("--providers", default=",".join(PROVIDERS))
+    parser.add_argument("--providers", default=",".join(p for p in PROVIDERS
+                                                         if p not in OPT_IN))
     parser.add_argument("--workdir")
     parser.add_argument("--s3", action="store_true",
                         help="checkpoints on an S3 API server (moto) through s3a")

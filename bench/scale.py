@@ -12,7 +12,9 @@ dimensions, each grown from its first step while the others stay put:
   batches (12: the issue's 6 left five timed batches, and the one or two that follow the
   first snapshot, or a compaction of the loaded state, moved their median by a second);
 - ``partitions``: shuffle partitions of a small state (``--partitions``; 20,000 keys);
-- ``executors``: ``local-cluster`` executor JVMs of one core each (``--executors``; 1M keys);
+- ``executors``: ``local-cluster`` executor JVMs of one core each (``--executors``; 1M keys,
+  100,000 changed a batch), ``--batches`` batches too: with 6, the five timed batches were
+  the JVMs' warm-up (each faster than the one before, for both providers);
 - ``storage``: the checkpoint on the local disk, then on an S3 API server (moto, through s3a),
   with the requests s3a made, by kind, per batch.
 
@@ -54,7 +56,8 @@ def steps(args: argparse.Namespace) -> dict[str, list[tuple[str, list[str]]]]:
                        for p in args.partitions],
         "executors": [(f"{w} executor{'s' if w > 1 else ''}",
                        ["--keys", "1000000", "--changed", "100000", "--partitions", "8",
-                        "--batches", "6", "--master", f"local-cluster[{w},1,1024]", *snap])
+                        "--batches", str(args.batches), "--master", f"local-cluster[{w},1,1024]",
+                        *snap])
                       for w in args.executors],
         "storage": [(where, ["--keys", "200000", "--changed", "20000", "--partitions", "4",
                              "--batches", "8", *snap, *(["--s3"] if where == "S3" else [])])
@@ -129,8 +132,8 @@ def main() -> int:
     parser.add_argument("--partitions", type=_ints, default=[200, 1000])
     parser.add_argument("--executors", type=_ints, default=[1, 2, 4])
     parser.add_argument("--batches", type=int, default=12,
-                        help="batches a state step runs; the first, which loads the state, is "
-                             "not timed")
+                        help="batches a state or executors step runs; the first, which loads "
+                             "the state, is not timed")
     args = parser.parse_args()
     plan = steps(args)
     work = Path(tempfile.mkdtemp(prefix="rockstate-scale-"))
