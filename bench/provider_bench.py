@@ -111,6 +111,10 @@ PROVIDERS = {
 # Run only when named in --providers.
 OPT_IN = {"spark-rocksdb-changelog-bounded"}
 
+# rockstate's custom metrics of a batch's block reads (``rockstate`` + each name).
+BLOCK_READS = ("BlockCacheHits", "BlocksRead", "IndexBlocksRead", "FilterBlocksRead",
+               "BlockBytesRead")
+
 
 def _conf_pair(text: str) -> str:
     """A ``--conf`` argument, checked to be KEY=VALUE when the command line is parsed."""
@@ -279,6 +283,7 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
     pid = spark.sparkContext._gateway.proc.pid
     cpu = []
     batch_requests: list[dict[str, int]] = []
+    block_reads: list[dict[str, int]] = []
     for i, f in enumerate(staged):
         cpu.append(cpu_seconds(pid))
         before = s3_requests()
@@ -297,6 +302,11 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
             task_bytes.append(custom.get("rockstateCommitBytes", 0))
             durations.append(p["durationMs"]["triggerExecution"])
             phases.append(p["durationMs"])
+        # What each batch's reads cost in RocksDB blocks (rockstate reports it; Spark's
+        # provider reports its own figures under other names): a cache too small for the
+        # state's index and filters shows as index and filter blocks read again and again.
+        custom = p["stateOperators"][0].get("customMetrics", {})
+        block_reads.append({k: custom.get(f"rockstate{k}", 0) for k in BLOCK_READS})
         rows += p["numInputRows"]
         millis += p["durationMs"]["triggerExecution"]
         every.append(p["durationMs"]["triggerExecution"])
@@ -362,6 +372,7 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
         "checkpoints": checkpoints,
         # Where a batch's time goes (Spark's durationMs phases, p50 after the first batch).
         "batches_ms": every,
+        "block_reads": block_reads,
         "phases_p50_ms": {k: statistics.median(d.get(k, 0) for d in phases)
                           for k in sorted({k for d in phases for k in d})},
     }
@@ -575,6 +586,12 @@ def main() -> int:
             print(f"{name}: bytes written on the commit path per batch "
                   f"{r['commit_path_bytes']:.0f} (the rest of bytes_per_batch is background "
                   "snapshot uploads)")
+            reads = "; ".join(
+                f"{b['BlocksRead']:,} ({b['IndexBlocksRead']:,}, {b['FilterBlocksRead']:,}; "
+                f"{b['BlockBytesRead'] / 2**20:.1f} MB; hits {b['BlockCacheHits']:,})"
+                for b in r["block_reads"])
+            print(f"{name}: blocks read from SST files in each batch of the last run (of them "
+                  f"index, filter; their MB; cache hits): {reads}")
             c = r["checkpoints"]
             print(f"{name}: checkpoints completed {c['completed']}, aborted {c['aborted']}, "
                   f"{c['stores']} stores each; first to last acknowledgement p50 "

@@ -37,6 +37,10 @@ def test_query_state_lives_in_rockstate(spark, workdir: Path):
     metrics = run.progress[-1]["stateOperators"][0]["customMetrics"]
     assert metrics["rockstateCommitBytes"] > 0
     assert metrics["rockstateChangelogRecords"] > 0
+    # What the batch's reads cost in blocks reaches the progress too (its values: the JVM's
+    # ThreadBlockReadsSuite; this small state is read from memtables, so none from files).
+    assert {"rockstateBlockCacheHits", "rockstateBlocksRead", "rockstateIndexBlocksRead",
+            "rockstateFilterBlocksRead", "rockstateBlockBytesRead"} <= metrics.keys()
 
 
 @pytest.mark.parametrize("mode", ["update", pytest.param("complete", marks=MAIN_LINE_ONLY)])

@@ -2,7 +2,7 @@ package io.rockstate.spark
 
 import org.apache.spark.sql.execution.streaming.state.{StateStoreCustomMetric, StateStoreCustomSizeMetric, StateStoreCustomSumMetric, StateStoreCustomTimingMetric}
 
-import io.rockstate.storage.{CommitFigures, LoadStats}
+import io.rockstate.storage.{BlockReads, CommitFigures, LoadStats}
 
 /**
  * Custom state store metrics, summed over partitions by Spark and shown in
@@ -50,13 +50,30 @@ object RockstateMetrics {
       "snapshot (autoSnapshotRepair)")
   val StateBytes = StateStoreCustomSizeMetric(
     "rockstateStateBytes", "rockstate: size of the version's SST files")
+  // What the batch's reads cost in RocksDB blocks, from RocksDB's per-thread counters: summed
+  // over a task's stores they are exact; between two stores of one task (a join's), shared
+  // out by commit order. Many index or filter blocks read means the cache is too small for
+  // the state's index and filters (blockCacheSizeMB).
+  val BlockCacheHits = StateStoreCustomSumMetric(
+    "rockstateBlockCacheHits", "rockstate: blocks the batch's reads found in the block cache")
+  val BlocksRead = StateStoreCustomSumMetric(
+    "rockstateBlocksRead", "rockstate: blocks the batch's reads read from SST files")
+  val IndexBlocksRead = StateStoreCustomSumMetric(
+    "rockstateIndexBlocksRead", "rockstate: index blocks the batch's reads read from SST files")
+  val FilterBlocksRead = StateStoreCustomSumMetric(
+    "rockstateFilterBlocksRead",
+    "rockstate: filter blocks the batch's reads read from SST files")
+  val BlockBytesRead = StateStoreCustomSizeMetric(
+    "rockstateBlockBytesRead", "rockstate: bytes of blocks the batch's reads read from SST files")
 
   val all: Seq[StateStoreCustomMetric] = Seq(CommitBytes, ChangelogRecords, SnapshotSyncMs,
     SnapshotAsyncMs, SnapshotsCompleted, SnapshotsFailed, BytesUploaded, BytesReused,
     FilesUploaded, FilesReused, LoadMs, BytesDownloaded, ChangelogsReplayed, ForceSnapshotCount,
-    SnapshotsAutoRepaired, StateBytes)
+    SnapshotsAutoRepaired, StateBytes, BlockCacheHits, BlocksRead, IndexBlocksRead,
+    FilterBlocksRead, BlockBytesRead)
 
-  def values(c: CommitFigures, l: LoadStats, stateBytes: Long): Map[StateStoreCustomMetric, Long] =
+  def values(c: CommitFigures, l: LoadStats, stateBytes: Long,
+      reads: BlockReads): Map[StateStoreCustomMetric, Long] =
     Map(
       CommitBytes -> c.commitBytes,
       ChangelogRecords -> c.changelogRecords,
@@ -73,5 +90,10 @@ object RockstateMetrics {
       ChangelogsReplayed -> l.changelogsReplayed.toLong,
       ForceSnapshotCount -> c.forcedSnapshots.toLong,
       SnapshotsAutoRepaired -> l.snapshotsRepaired.toLong,
-      StateBytes -> stateBytes)
+      StateBytes -> stateBytes,
+      BlockCacheHits -> reads.cacheHits,
+      BlocksRead -> reads.blocksRead,
+      IndexBlocksRead -> reads.indexBlocksRead,
+      FilterBlocksRead -> reads.filterBlocksRead,
+      BlockBytesRead -> reads.bytesRead)
 }

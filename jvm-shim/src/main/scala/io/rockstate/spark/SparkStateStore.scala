@@ -7,6 +7,7 @@ import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
 
 import io.rockstate.checkpoint.CheckpointReporter
+import io.rockstate.storage.{BlockReads, ThreadBlockReads}
 import io.rockstate.spark.line.SparkLine
 
 
@@ -35,6 +36,12 @@ abstract class SparkStateStore(
 
   @volatile private var phase: Phase = Updating
   @volatile private var checkpointInfo: Option[StateStoreCheckpointInfo] = None
+  // The block reads the commit was charged with (`ThreadBlockReads`): none before it.
+  @volatile private var blockReads = BlockReads.Zero
+
+  // A store is made on its task's thread, after its version loaded: its reads count from here.
+  ThreadBlockReads.begin(provider.db.rocksDB,
+    Option(TaskContext.get()).map(_.taskAttemptId()).getOrElse(ThreadBlockReads.NoOwner))
 
   // Every read and write checks that this store's task attempt still holds the instance.
   private def vdb = {
@@ -241,6 +248,7 @@ abstract class SparkStateStore(
     checkWritable("commit")
     val newVersion = version + 1
     val db = vdb
+    blockReads = ThreadBlockReads.end(db.rocksDB)
     try {
       // Every snapshot uploaded is reported to Spark's coordinator too (it forces a snapshot
       // on every commit of a store it believes lags); checkpoint versions to rockstate's.
@@ -292,7 +300,7 @@ abstract class SparkStateStore(
   override def metrics: StateStoreMetrics = {
     val db = provider.db
     StateStoreMetrics(db.numKeys, db.memoryBytes,
-      RockstateMetrics.values(db.commitFigures, db.loadStats, db.stateBytes))
+      RockstateMetrics.values(db.commitFigures, db.loadStats, db.stateBytes, blockReads))
   }
 
   override def getStateStoreCheckpointInfo(): StateStoreCheckpointInfo =

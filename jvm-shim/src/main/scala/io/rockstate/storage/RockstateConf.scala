@@ -15,6 +15,7 @@ final case class RockstateConf(
     writeBufferManagerMB: Long,
     compression: String,
     bloomFilterBitsPerKey: Int,
+    partitionedIndex: Boolean,
     minVersionsToRetain: Int,
     orphanFileGraceMs: Long,
     trackTotalNumberOfRows: Boolean,
@@ -66,6 +67,7 @@ object RockstateConf {
   val HighPriorityPoolRatio = Prefix + "highPriorityPoolRatio"
   val Compression = Prefix + "compression"
   val BloomFilterBitsPerKey = Prefix + "bloomFilterBitsPerKey"
+  val PartitionedIndex = Prefix + "partitionedIndex"
   val OrphanFileGraceMs = Prefix + "orphanFileGraceMs"
   val TrackTotalNumberOfRows = Prefix + "trackTotalNumberOfRows"
   val SnapshotInterval = Prefix + "snapshotInterval"
@@ -112,6 +114,7 @@ object RockstateConf {
     WriteBufferManagerMB -> "128",
     Compression -> "lz4",
     BloomFilterBitsPerKey -> "10",
+    PartitionedIndex -> "true",
     OrphanFileGraceMs -> "600000",
     TrackTotalNumberOfRows -> "true",
     SnapshotInterval -> "10",
@@ -209,6 +212,7 @@ object RockstateConf {
       writeBufferManagerMB = long(WriteBufferManagerMB, 1),
       compression = codec,
       bloomFilterBitsPerKey = long(BloomFilterBitsPerKey, 0).toInt,
+      partitionedIndex = bool(PartitionedIndex),
       minVersionsToRetain = math.max(1, minVersionsToRetain),
       orphanFileGraceMs = graceMs,
       trackTotalNumberOfRows = bool(TrackTotalNumberOfRows),

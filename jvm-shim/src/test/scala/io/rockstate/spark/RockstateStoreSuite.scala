@@ -178,6 +178,32 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     next.abort()
   }
 
+  test("a batch reports the blocks its reads took from files and from the block cache") {
+    val p = provider(extra = snapshotEveryVersion)
+    commitVersions(p, 1 to 1)((_, s) => (1 to 20000).foreach(i => s.put(key(s"k$i", 1), value(i))))
+    awaitSnapshot(1)
+    assert(p.db.awaitUploads(60000))
+    Thread.sleep(100) // the upload thread records the confirmation right after the manifest
+    commitVersions(p, 2 to 2)((_, s) => s.put(key("one-more", 0), value(0))) // on snapshot 1
+    // Loaded on another executor from the snapshot: every key is in SST files, none cached.
+    val elsewhere = provider(executor = 1)
+    def readBatch(v: Int): StateStore = {
+      val s = elsewhere.getStore(v)
+      (1 to 20000 by 17).foreach(i => assert(s.get(key(s"k$i", 1)) != null))
+      s.put(key("x", v), value(v))
+      s.commit()
+      s
+    }
+    val cold = readBatch(2)
+    assert(metric(cold, "rockstateStateBytes") > 0 && metric(cold, "rockstateBlocksRead") > 50,
+      cold.metrics)
+    assert(metric(cold, "rockstateBlockBytesRead") > metric(cold, "rockstateBlocksRead") * 100)
+    val warm = readBatch(3) // the same keys: their blocks are in the cache now
+    assert(metric(warm, "rockstateBlockCacheHits") >= 20000 / 17, warm.metrics)
+    assert(metric(warm, "rockstateBlocksRead") * 10 <= metric(cold, "rockstateBlocksRead"))
+    assert(metric(warm, "rockstateIndexBlocksRead") == 0, warm.metrics)
+  }
+
   test("snapshots upload in the background and share SST files with earlier ones") {
     val p = provider(extra = snapshotEveryVersion)
     commitVersions(p, 1 to 1)((_, s) => (1 to 5000).foreach(i => s.put(key(s"key-$i", i), value(i))))

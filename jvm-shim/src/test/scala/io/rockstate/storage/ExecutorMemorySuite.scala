@@ -61,4 +61,49 @@ class ExecutorMemorySuite extends AnyFunSuite {
     // The control: in RocksDB's default shards the same reads read the filter each time.
     assert(rocksDefault > 1000, s"RocksDB's default shards read the filter $rocksDefault times")
   }
+
+  test("a partitioned index reads a partition of a large file's filter, never all of it") {
+    // RocksDB's own shards (16 of 512 KB in 8 MB) against a filter of about 1 MB: a whole
+    // filter is read again at each read, as at 64M keys a 64 MB file's was in 32 MB shards
+    // whose memtables left too little room.
+    val keys = 400000
+    def bytesRead(partitioned: Boolean): Long = {
+      val dir = Files.createTempDirectory("rockstate-partitioned").toFile
+      val conf = RockstateConf.from(Map(RockstateConf.PartitionedIndex -> partitioned.toString,
+        RockstateConf.BloomFilterBitsPerKey -> "20"), 2)
+      try {
+        Using.resource(new LRUCache(8 * mb, -1, false, 0.1)) { cache =>
+          Using.resource(new BloomFilter(conf.bloomFilterBitsPerKey)) { bloom =>
+            val table = LocalRocksDB.newTableConfig(conf, cache, Some(bloom))
+            Using.resource(new Options().setCreateIfMissing(true).setTableFormatConfig(table)) {
+              options =>
+                Using.resource(RocksDB.open(options, dir.getAbsolutePath)) { db =>
+                  val value = Array.fill[Byte](16)(1)
+                  (0 until keys).foreach(i => db.put(f"key$i%09d".getBytes, value))
+                  Using.resource(new FlushOptions().setWaitForFlush(true))(db.flush)
+                  db.compactRange() // the bottom level (a move: the file stays pinned)
+                }
+                // Opened again: the file is at the bottom level, where nothing is pinned.
+                Using.resource(RocksDB.open(options, dir.getAbsolutePath)) { db =>
+                  db.setPerfLevel(PerfLevel.ENABLE_COUNT)
+                  val before = db.getPerfContext.getBlockReadByte
+                  val random = new scala.util.Random(7)
+                  (1 to 2000).foreach { _ =>
+                    assert(db.get(f"key${random.nextInt(keys)}%09d".getBytes) != null)
+                  }
+                  db.getPerfContext.getBlockReadByte - before
+                }
+            }
+          }
+        }
+      } finally FileUtils.deleteDirectory(dir)
+    }
+    RocksDB.loadLibrary()
+    val partitioned = bytesRead(partitioned = true)
+    val whole = bytesRead(partitioned = false)
+    info(s"bytes read by 2000 reads: partitioned $partitioned, whole $whole")
+    // 2000 reads of a data block, an index and a filter partition each: at most 24 MB.
+    assert(partitioned < 32 * mb, s"partitioned: $partitioned bytes read by 2000 reads")
+    assert(whole > 1000 * mb, s"whole: $whole bytes read by 2000 reads")
+  }
 }
