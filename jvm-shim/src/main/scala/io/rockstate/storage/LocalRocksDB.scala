@@ -219,8 +219,8 @@ object LocalRocksDB {
     // index pinned with the file: a point read needs one partition of each, cached like a data
     // block. Whole, a 64 MB file of small rows has a filter and an index of several MB, more
     // than a cache shard keeps once memtables hold most of the cache; every read then read
-    // them again (64M keys on 8 partitions: a 66 s batch that read 24,869 index and filter
-    // blocks, 264 GB).
+    // them again (64M keys on 8 partitions: a 66 s batch that read 24,869 index and as many
+    // filter blocks, 264 GB).
     if (conf.partitionedIndex) {
       t.setIndexType(IndexType.kTwoLevelIndexSearch)
         .setPartitionFilters(bloom.isDefined)
