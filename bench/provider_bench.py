@@ -295,17 +295,16 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
         now = state_files(checkpoint)
         new_bytes = sum(size for path, size in now.items() if seen.get(path) != size)
         seen = now
+        custom = p["stateOperators"][0].get("customMetrics", {})
         if i > 0:  # the first batch loads the whole state; later ones are the steady state
             written.append(new_bytes)
             commits.append(p["stateOperators"][0]["commitTimeMs"])
-            custom = p["stateOperators"][0].get("customMetrics", {})
             task_bytes.append(custom.get("rockstateCommitBytes", 0))
             durations.append(p["durationMs"]["triggerExecution"])
             phases.append(p["durationMs"])
         # What each batch's reads cost in RocksDB blocks (rockstate reports it; Spark's
         # provider reports its own figures under other names): a cache too small for the
         # state's index and filters shows as index and filter blocks read again and again.
-        custom = p["stateOperators"][0].get("customMetrics", {})
         block_reads.append({k: custom.get(f"rockstate{k}", 0) for k in BLOCK_READS})
         rows += p["numInputRows"]
         millis += p["durationMs"]["triggerExecution"]

@@ -21,39 +21,50 @@ class ExecutorMemorySuite extends AnyFunSuite {
     assert(ExecutorMemory.shardBits(64 * 1024 * mb) == 6)
   }
 
+  // One SST of 400k keys: at 20 bits a key its filter is about 1 MB, as a 64 MB SST's filter
+  // is to 2 MB shards.
+  private val keys = 400000
+
+  /**
+   * `measure`'s figure over 2000 random reads of one SST of `keys` keys written under
+   * `options`, at the bottom level and opened afresh, so nothing is pinned as level 0 may be.
+   */
+  private def overRandomReads(options: Options)(measure: RocksDB => Long): Long = {
+    val dir = Files.createTempDirectory("rockstate-cache").toFile
+    try {
+      Using.resource(RocksDB.open(options, dir.getAbsolutePath)) { db =>
+        val value = Array.fill[Byte](16)(1)
+        (0 until keys).foreach(i => db.put(f"key$i%09d".getBytes, value))
+        Using.resource(new FlushOptions().setWaitForFlush(true))(db.flush)
+        db.compactRange() // the bottom level (a move: a pinned file would stay pinned)
+      }
+      Using.resource(RocksDB.open(options, dir.getAbsolutePath)) { db =>
+        val before = measure(db)
+        val random = new scala.util.Random(7)
+        (1 to 2000).foreach { _ =>
+          assert(db.get(f"key${random.nextInt(keys)}%09d".getBytes) != null)
+        }
+        measure(db) - before
+      }
+    } finally FileUtils.deleteDirectory(dir)
+  }
+
   test("an SST's filter larger than RocksDB's default shard stays cached between reads") {
-    // 8 MB: RocksDB's own shard count would cut it into 16 shards of 512 KB. The filter of
-    // 400k keys at 20 bits a key is about 1 MB, as a 64 MB SST's filter is to 2 MB shards.
-    val keys = 400000
-    def filterMisses(cache: Cache): Long = {
-      val dir = Files.createTempDirectory("rockstate-cache").toFile
-      try {
-        Using.resource(new BloomFilter(20)) { bloom =>
-          Using.resource(new Statistics()) { stats =>
-            val table = new BlockBasedTableConfig()
-              .setBlockCache(cache)
-              .setCacheIndexAndFilterBlocks(true)
-              .setCacheIndexAndFilterBlocksWithHighPriority(true)
-              .setFilterPolicy(bloom)
-            Using.resource(new Options().setCreateIfMissing(true).setStatistics(stats)
-                .setTableFormatConfig(table)) { options =>
-              Using.resource(RocksDB.open(options, dir.getAbsolutePath)) { db =>
-                val value = Array.fill[Byte](16)(1)
-                (0 until keys).foreach(i => db.put(f"key$i%09d".getBytes, value))
-                Using.resource(new FlushOptions().setWaitForFlush(true))(db.flush)
-                db.compactRange() // the bottom level: not pinned as level 0 may be
-                val before = stats.getTickerCount(TickerType.BLOCK_CACHE_FILTER_MISS)
-                val random = new scala.util.Random(7)
-                (1 to 2000).foreach { _ =>
-                  assert(db.get(f"key${random.nextInt(keys)}%09d".getBytes) != null)
-                }
-                stats.getTickerCount(TickerType.BLOCK_CACHE_FILTER_MISS) - before
-              }
-            }
+    // 8 MB: RocksDB's own shard count would cut it into 16 shards of 512 KB.
+    def filterMisses(cache: Cache): Long =
+      Using.resource(new BloomFilter(20)) { bloom =>
+        Using.resource(new Statistics()) { stats =>
+          val table = new BlockBasedTableConfig()
+            .setBlockCache(cache)
+            .setCacheIndexAndFilterBlocks(true)
+            .setCacheIndexAndFilterBlocksWithHighPriority(true)
+            .setFilterPolicy(bloom)
+          Using.resource(new Options().setCreateIfMissing(true).setStatistics(stats)
+              .setTableFormatConfig(table)) { options =>
+            overRandomReads(options)(_ => stats.getTickerCount(TickerType.BLOCK_CACHE_FILTER_MISS))
           }
         }
-      } finally FileUtils.deleteDirectory(dir)
-    }
+      }
     RocksDB.loadLibrary()
     val ours = Using.resource(ExecutorMemory.newCache(8 * mb, 0.1))(filterMisses)
     val rocksDefault = Using.resource(new LRUCache(8 * mb, -1, false, 0.1))(filterMisses)
@@ -63,40 +74,24 @@ class ExecutorMemorySuite extends AnyFunSuite {
   }
 
   test("a partitioned index reads a partition of a large file's filter, never all of it") {
-    // RocksDB's own shards (16 of 512 KB in 8 MB) against a filter of about 1 MB: a whole
-    // filter is read again at each read, as at 64M keys a 64 MB file's was in 32 MB shards
-    // whose memtables left too little room.
-    val keys = 400000
+    // RocksDB's own shards (16 of 512 KB in 8 MB) against the 1 MB filter: a whole filter is
+    // read again at each read, as at 64M keys a 64 MB file's was in 32 MB shards whose
+    // memtables left too little room.
     def bytesRead(partitioned: Boolean): Long = {
-      val dir = Files.createTempDirectory("rockstate-partitioned").toFile
       val conf = RockstateConf.from(Map(RockstateConf.PartitionedIndex -> partitioned.toString,
         RockstateConf.BloomFilterBitsPerKey -> "20"), 2)
-      try {
-        Using.resource(new LRUCache(8 * mb, -1, false, 0.1)) { cache =>
-          Using.resource(new BloomFilter(conf.bloomFilterBitsPerKey)) { bloom =>
-            val table = LocalRocksDB.newTableConfig(conf, cache, Some(bloom))
-            Using.resource(new Options().setCreateIfMissing(true).setTableFormatConfig(table)) {
-              options =>
-                Using.resource(RocksDB.open(options, dir.getAbsolutePath)) { db =>
-                  val value = Array.fill[Byte](16)(1)
-                  (0 until keys).foreach(i => db.put(f"key$i%09d".getBytes, value))
-                  Using.resource(new FlushOptions().setWaitForFlush(true))(db.flush)
-                  db.compactRange() // the bottom level (a move: the file stays pinned)
-                }
-                // Opened again: the file is at the bottom level, where nothing is pinned.
-                Using.resource(RocksDB.open(options, dir.getAbsolutePath)) { db =>
-                  db.setPerfLevel(PerfLevel.ENABLE_COUNT)
-                  val before = db.getPerfContext.getBlockReadByte
-                  val random = new scala.util.Random(7)
-                  (1 to 2000).foreach { _ =>
-                    assert(db.get(f"key${random.nextInt(keys)}%09d".getBytes) != null)
-                  }
-                  db.getPerfContext.getBlockReadByte - before
-                }
-            }
+      Using.resource(new LRUCache(8 * mb, -1, false, 0.1)) { cache =>
+        Using.resource(new BloomFilter(conf.bloomFilterBitsPerKey)) { bloom =>
+          val table = LocalRocksDB.newTableConfig(conf, cache, Some(bloom))
+          Using.resource(new Options().setCreateIfMissing(true).setTableFormatConfig(table)) {
+            options =>
+              overRandomReads(options) { db =>
+                db.setPerfLevel(PerfLevel.ENABLE_COUNT)
+                db.getPerfContext.getBlockReadByte
+              }
           }
         }
-      } finally FileUtils.deleteDirectory(dir)
+      }
     }
     RocksDB.loadLibrary()
     val partitioned = bytesRead(partitioned = true)
