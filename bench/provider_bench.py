@@ -285,6 +285,8 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
     cpu = []
     batch_requests: list[dict[str, int]] = []
     block_reads: list[dict[str, int]] = []
+    pinned: list[int] = []
+    in_process_cache = provider == rockstate.PROVIDER_CLASS and args.master.startswith("local[")
     for i, f in enumerate(staged):
         cpu.append(cpu_seconds(pid))
         before = s3_requests()
@@ -311,6 +313,12 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
         # provider reports its own figures under other names): a cache too small for the
         # state's index and filters shows as index and filter blocks read again and again.
         block_reads.append({k: custom.get(f"rockstate{k}", 0) for k in BLOCK_READS})
+        # In local mode the executor is this JVM: what of rockstate's cache is pinned (the
+        # memtables' reservations, pinned index and filter blocks, blocks being read). A
+        # cache pinned near its capacity keeps no data block between two reads.
+        if in_process_cache:
+            shared = spark._jvm.io.rockstate.storage.ExecutorMemory.current()
+            pinned.append(shared.get().cache().getPinnedUsage() if shared.isDefined() else 0)
         rows += p["numInputRows"]
         millis += p["durationMs"]["triggerExecution"]
         every.append(p["durationMs"]["triggerExecution"])
@@ -339,8 +347,7 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
     # local mode the executor is this JVM.
     state_memory = p["stateOperators"][0].get("memoryUsedBytes", 0)
     rocksdb_memory = (spark._jvm.io.rockstate.storage.ExecutorMemory.usedBytes()
-                      if provider == rockstate.PROVIDER_CLASS and args.master.startswith("local[")
-                      else 0)
+                      if in_process_cache else 0)
     query.stop()
     # What the run leaves in the checkpoint's state/ directory (after the last maintenance):
     # on an object store every file is a request and every listing pays for the count.
@@ -377,6 +384,7 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
         # Where a batch's time goes (Spark's durationMs phases, p50 after the first batch).
         "batches_ms": every,
         "block_reads": block_reads,
+        "pinned_mb": [round(b / 2**20, 1) for b in pinned],
         "phases_p50_ms": {k: statistics.median(d.get(k, 0) for d in phases)
                           for k in sorted({k for d in phases for k in d})},
         "state_time_p50_ms": {k: statistics.median(d[k] for d in state_ms) for k in STATE_TIMES},
@@ -603,6 +611,9 @@ def main() -> int:
                 for b in r["block_reads"])
             print(f"{name}: blocks read from SST files in each batch of the last run (of them "
                   f"index, filter; their MB; cache hits): {reads}")
+            if r["pinned_mb"]:
+                print(f"{name}: MB of the executor's block cache pinned after each batch of the "
+                      f"last run (of blockCacheSizeMB): {r['pinned_mb']}")
             c = r["checkpoints"]
             print(f"{name}: checkpoints completed {c['completed']}, aborted {c['aborted']}, "
                   f"{c['stores']} stores each; first to last acknowledgement p50 "
