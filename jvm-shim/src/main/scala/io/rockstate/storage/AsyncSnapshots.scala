@@ -6,7 +6,7 @@ import org.apache.spark.internal.Logging
 
 /**
  * The asynchronous side of one store's snapshots: the upload under way (at most one; one past
- * `snapshotUploadTimeoutMs` is abandoned), the newest snapshot an upload confirmed (commits
+ * `snapshotUploadTimeoutMs` is abandoned), the newest snapshot its uploads confirmed (commits
  * rebase onto it), and the figures of uploads that ended since the last commit asked. The
  * synchronous part (`VersionedRocksDB`, on the task) takes the local checkpoint and hands it
  * over as an immutable `SnapshotJob`; upload threads touch only this object.
@@ -14,21 +14,27 @@ import org.apache.spark.internal.Logging
 final class AsyncSnapshots(storeId: String, storeDir: String, conf: RockstateConf)
     extends Logging {
   private val inFlight = new AtomicReference[InFlightUpload](null)
-  // The newest snapshot this store's uploads confirmed, with the state id it holds: from an
-  // earlier instance of the store in this JVM at first.
-  private val newestSnapshot = new AtomicReference(ConfirmedSnapshots.get(storeDir))
+  // The newest snapshot this instance's uploads confirmed, with the state id it holds.
+  private val newestSnapshot = new AtomicReference[Option[(SnapshotRef, String)]](None)
   private val completions = new Object
   private var completed = (SnapshotStats.Zero, 0, 0) // stats, completed, failed; under completions
 
-  def newest: Option[(SnapshotRef, String)] = newestSnapshot.get
+  /**
+   * The snapshots a commit may rebase onto, newest first: this instance's newest confirmed one
+   * and the newest any instance of the store confirmed in this JVM, read now rather than when
+   * this instance opened (an earlier instance's upload may land after the next one opened).
+   */
+  def newest: Seq[(SnapshotRef, String)] =
+    (newestSnapshot.get.toSeq ++ ConfirmedSnapshots.get(storeDir)).distinct
+      .sortBy(-_._1.version)
 
   /** A snapshot the task took itself (on the commit path) is the newest confirmed one. */
   def confirmedOnCommitPath(ref: SnapshotRef, stateId: String): Unit = confirmed(ref, stateId)
 
-  /** Forgets `newest` if it is still that snapshot: it was deleted before a commit used it. */
-  def forget(newest: (SnapshotRef, String)): Unit = {
-    newestSnapshot.compareAndSet(Some(newest), None)
-    ConfirmedSnapshots.forget(storeDir, newest)
+  /** Forgets `snapshot` wherever it is still the newest: it was deleted before a commit used it. */
+  def forget(snapshot: (SnapshotRef, String)): Unit = {
+    newestSnapshot.compareAndSet(Some(snapshot), None)
+    ConfirmedSnapshots.forget(storeDir, snapshot)
   }
 
   private def confirmed(ref: SnapshotRef, stateId: String): Unit = {

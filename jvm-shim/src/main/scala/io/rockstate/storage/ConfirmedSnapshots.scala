@@ -6,7 +6,8 @@ import java.util.concurrent.ConcurrentHashMap
  * The newest snapshot each store's uploads confirmed in this JVM, with the state id it holds,
  * kept past the DB instance that took it: a provider Spark closes after every commit (its
  * `unloadOnCommit`), or one reopened on this executor, rebases its next commit onto that
- * snapshot instead of a lineage whose changelogs only grow. Keyed by the store's checkpoint
+ * snapshot instead of a lineage whose changelogs only grow. Read at every commit, so an instance
+ * opened while an earlier one was still uploading sees that upload. Keyed by the store's checkpoint
  * directory; one small entry per store the executor held. A stale entry is harmless: a commit
  * rebases only onto a snapshot that is a point of its own lineage (by state id) and still in
  * storage.

@@ -537,23 +537,28 @@ final class VersionedRocksDB(
   }
 
   /**
-   * Moves the lineage onto the newest confirmed snapshot, when it is a point of it, still in
-   * the window cleanup never drops a snapshot from (versions after the oldest retained one),
-   * and still there.
+   * Moves the lineage onto the newest confirmed snapshot that is a point of it, still in the
+   * window cleanup never drops a snapshot from (versions after the oldest retained one), and
+   * still there.
    */
-  private def rebase(version: Long): Unit = snapshots.newest.foreach { case (ref, refStateId) =>
-    if (base.forall(_.version < ref.version) &&
-      chain.exists(c => c.version == ref.version && c.path == refStateId) &&
-      ref.version > version - conf.minVersionsToRetain) {
-      if (checkpointDir.exists(ref.path)) {
-        base = Some(ref)
-        baseStateId = refStateId
-        chain = chain.filter(_.version > ref.version)
-      } else {
+  private def rebase(version: Long): Unit = {
+    val onLineage = snapshots.newest.filter { case (ref, refStateId) =>
+      base.forall(_.version < ref.version) &&
+        chain.exists(c => c.version == ref.version && c.path == refStateId) &&
+        ref.version > version - conf.minVersionsToRetain
+    }
+    onLineage.find { case (ref, refStateId) =>
+      val there = checkpointDir.exists(ref.path)
+      if (!there) {
         logWarning(s"rockstate: snapshot ${ref.path} of $storeId was deleted before a commit " +
           "rebased onto it; the lineage keeps its changelogs")
         snapshots.forget((ref, refStateId))
       }
+      there
+    }.foreach { case (ref, refStateId) =>
+      base = Some(ref)
+      baseStateId = refStateId
+      chain = chain.filter(_.version > ref.version)
     }
   }
 

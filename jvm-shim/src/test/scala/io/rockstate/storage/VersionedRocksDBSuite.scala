@@ -108,4 +108,44 @@ class VersionedRocksDBSuite extends AnyFunSuite {
       }
     }
   }
+
+  test("an instance opened before another one's snapshot upload landed rebases onto it") {
+    // Spark may open a store's next instance while the previous one is still uploading (it
+    // unloads providers from its maintenance thread and closes them later): the new instance's
+    // commit must still find the snapshot once it landed, not only what was confirmed when it
+    // opened.
+    withStore { (_, _, open) =>
+      val first = open("first")
+      val hold = new CountDownLatch(1)
+      val holders = (1 to LocalCheckpointPool.threads).map(_ =>
+        LocalCheckpointPool.submit(() => hold.await()))
+      val next = try {
+        first.load(0)
+        (1 to 20).foreach(i => first.put(f"k$i%03d".getBytes, Array[Byte](1)))
+        first.commit(1, forceSnapshot = true) // its snapshot waits for the pool
+        val next = open("next")
+        next.load(1)
+        next
+      } finally {
+        hold.countDown()
+        holders.foreach(_.join())
+      }
+      try {
+        assert(first.awaitUploads(60000))
+        next.put("k999".getBytes, Array[Byte](2))
+        val m = next.commit(2, forceSnapshot = false)
+        assert(m.snapshot.map(_.version).contains(1L), m)
+        assert(m.changelogs.map(_.version) == Seq(2L), m)
+        val reader = open("reader")
+        try {
+          reader.load(2)
+          assert(reader.loadStats.changelogsReplayed == 1)
+          assert(reader.rocksDB.get("k007".getBytes).sameElements(Array[Byte](1)))
+        } finally reader.close()
+      } finally {
+        next.close()
+        first.close()
+      }
+    }
+  }
 }
