@@ -7,8 +7,10 @@ HDFSBackedStateStoreProvider and once on rockstate, and both must agree batch fo
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from pyspark.sql import functions as F
 
@@ -167,13 +169,30 @@ def test_unload_on_commit_keeps_snapshots_and_rebases_onto_them(spark, workdir: 
     """Spark's unloadOnCommit closes each store as its task ends (maintenance first). A slow
     snapshot upload still lands (the maintenance waits for it) and the store's next instance
     rebases onto it, so a load replays only the changes since that snapshot (snapshotInterval
-    2: one changelog a partition); output and state agree with the oracle's."""
+    2: one changelog a partition); output and state agree with the oracle's.
+
+    Spark's maintenance thread, once a query without unloadOnCommit started it, also takes
+    these instances away mid-batch (none is ever reported active) and closes them on its own
+    pool, with no task waiting for their uploads: the next instance then opens while the
+    previous one still uploads, and must wait for it at its commit. Each task here outlasts
+    the maintenance interval (1 s), so a tick falls in it."""
+    @F.pandas_udf("long")
+    def outlasting_a_tick(total: pd.Series) -> pd.Series:
+        time.sleep(1.5)  # runs in the stateful task, between its load and its commit
+        return total
+
+    def agg(s):
+        return (s.groupBy("key").agg(F.sum("value").alias("total"))
+                .withColumn("total", outlasting_a_tick("total")))
+
+    run_stream(spark, rockstate.PROVIDER_CLASS, agg, BATCHES[:1], workdir=workdir,
+               name="starts-maintenance", schema=SCHEMA, restart_at=None)
     batches = [events(b, "abcdefgh"[b % 4: b % 4 + 4]) for b in range(6)]
     _, run = assert_same_as_oracle(
-        spark, lambda s: s.groupBy("key").agg(F.sum("value").alias("total")), batches,
+        spark, agg, batches,
         workdir=workdir, name="unload-on-commit", schema=SCHEMA, restart_at=None,
         confs={"spark.sql.streaming.stateStore.unloadOnCommit": "true"},
-        rockstate_confs={SETTING + "testing.snapshotUploadDelayMs": "700"})
+        rockstate_confs={SETTING + "testing.snapshotUploadDelayMs": "2000"})
     snapshots = sorted(int(p.name.split("-")[0]) for p in
                        (Path(run.checkpoint) / "state" / "0" / "0" / "snapshots").glob("*.json"))
     assert snapshots and snapshots[-1] == len(batches), snapshots

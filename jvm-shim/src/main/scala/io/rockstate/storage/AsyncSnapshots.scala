@@ -48,8 +48,10 @@ final class AsyncSnapshots(storeId: String, storeDir: String, conf: RockstateCon
    */
   def begin(version: Long, listener: SnapshotListener): Option[InFlightUpload] = {
     val upload = new InFlightUpload(version, System.nanoTime(), listener)
-    if (inFlight.compareAndSet(null, upload)) Some(upload)
-    else {
+    if (inFlight.compareAndSet(null, upload)) {
+      StoreUploads.began(storeDir, this)
+      Some(upload)
+    } else {
       listener.declined(version, "the store's previous snapshot is still uploading",
         countsAsFailure = false)
       None
@@ -117,7 +119,23 @@ final class AsyncSnapshots(storeId: String, storeDir: String, conf: RockstateCon
     c
   }
 
-  /** Waits until no snapshot upload of this store is under way; false on timeout. */
+  /**
+   * Waits until no other instance of this store in this JVM is uploading a snapshot (Spark
+   * closed it off the task, see `StoreUploads`); false if one was abandoned.
+   */
+  def awaitOtherInstances(): Boolean =
+    StoreUploads.others(storeDir, this).toSeq.map(_.awaitOrAbandon()).forall(identity)
+
+  /**
+   * Waits for this instance's upload until it is `snapshotUploadTimeoutMs` old, and abandons
+   * it then (a closed instance never commits again to abandon it); false if it was abandoned.
+   */
+  private def awaitOrAbandon(): Boolean = Option(inFlight.get).forall { upload =>
+    val left = conf.snapshotUploadTimeoutMs - Elapsed.sinceMs(upload.startedNanos)
+    await(math.max(1L, left)) || { abandonHung(); false }
+  }
+
+  /** Waits until no snapshot upload of this instance is under way; false on timeout. */
   def await(timeoutMs: Long): Boolean = inFlight.synchronized {
     val deadline = System.currentTimeMillis() + timeoutMs
     while (inFlight.get != null && System.currentTimeMillis() < deadline) {
@@ -134,6 +152,7 @@ final class AsyncSnapshots(storeId: String, storeDir: String, conf: RockstateCon
   /** Clears the in-flight upload if it is still `upload`; true if this call did. */
   private def finish(upload: InFlightUpload): Boolean = inFlight.synchronized {
     val mine = inFlight.compareAndSet(upload, null)
+    if (mine) StoreUploads.ended(storeDir, this)
     inFlight.notifyAll()
     mine
   }

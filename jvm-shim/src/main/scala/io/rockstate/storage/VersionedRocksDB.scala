@@ -422,6 +422,12 @@ final class VersionedRocksDB(
     val id = UUID.randomUUID().toString
     val path = VersionFile.pathOf(version, id)
     val versionFile = local.newWorkPath("version")
+    // With unloadOnCommit an earlier instance's upload may still run if Spark closed that
+    // instance off the task: it lands first, so the lineage rebases onto it.
+    if (conf.unloadOnCommit && !snapshots.awaitOtherInstances()) {
+      logWarning(s"rockstate: an earlier instance's snapshot upload of $storeId was abandoned " +
+        s"(snapshotUploadTimeoutMs); version $version commits without it")
+    }
     val (manifest, fileBytes, syncMs) = try {
       rebase(version)
       // No confirmed snapshot for too long (uploads failing or hung): the chain stops here.

@@ -21,9 +21,13 @@ class VersionedRocksDBSuite extends AnyFunSuite {
    * checkpoint directory in the folder) with local files of a name of its own; then removes
    * the folder.
    */
-  private def withStore(f: (File, RockstateConf, String => VersionedRocksDB) => Unit): Unit = {
+  private def withStore(f: (File, RockstateConf, String => VersionedRocksDB) => Unit): Unit =
+    withStoreSet(Map.empty)(f)
+
+  private def withStoreSet(settings: Map[String, String])(
+      f: (File, RockstateConf, String => VersionedRocksDB) => Unit): Unit = {
     val work = Files.createTempDirectory("rockstate-vdb").toFile
-    val conf = RockstateConf.from(Map(RockstateConf.SnapshotInterval -> "1000"), 2)
+    val conf = RockstateConf.from(Map(RockstateConf.SnapshotInterval -> "1000") ++ settings, 2)
       .copy(localRecovery = false, localDir = new File(work, "local").getPath)
     val store = new File(work, "query/store")
     Files.createDirectories(store.toPath)
@@ -143,6 +147,37 @@ class VersionedRocksDBSuite extends AnyFunSuite {
           assert(reader.rocksDB.get("k007".getBytes).sameElements(Array[Byte](1)))
         } finally reader.close()
       } finally {
+        next.close()
+        first.close()
+      }
+    }
+  }
+
+  test("with unloadOnCommit a commit waits for an earlier instance's snapshot upload") {
+    // The earlier instance was closed off the task (by Spark's maintenance thread), so no task
+    // waited for its upload: the next instance's commit does, and rebases onto it.
+    withStoreSet(Map(RockstateConf.UnloadOnCommit -> "true")) { (_, _, open) =>
+      val first = open("first")
+      val hold = new CountDownLatch(1)
+      val holders = (1 to LocalCheckpointPool.threads).map(_ =>
+        LocalCheckpointPool.submit(() => hold.await()))
+      val next = open("next")
+      try {
+        first.load(0)
+        (1 to 20).foreach(i => first.put(f"k$i%03d".getBytes, Array[Byte](1)))
+        first.commit(1, forceSnapshot = true) // its snapshot waits for the pool
+        next.load(1)
+        next.put("k999".getBytes, Array[Byte](2))
+        val committing = Future(next.commit(2, forceSnapshot = false))
+        assert(!hold.await(300, TimeUnit.MILLISECONDS))
+        assert(!committing.isCompleted, "the commit did not wait for the earlier upload")
+        hold.countDown()
+        val m = Await.result(committing, 60.seconds)
+        assert(m.snapshot.map(_.version).contains(1L), m)
+        assert(m.changelogs.map(_.version) == Seq(2L), m)
+      } finally {
+        hold.countDown()
+        holders.foreach(_.join())
         next.close()
         first.close()
       }
