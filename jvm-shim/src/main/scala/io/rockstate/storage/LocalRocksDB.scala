@@ -212,7 +212,7 @@ object LocalRocksDB {
       .setBlockCache(cache)
       .setCacheIndexAndFilterBlocks(true)
       .setCacheIndexAndFilterBlocksWithHighPriority(true) // the pool of highPriorityPoolRatio
-      .setPinL0FilterAndIndexBlocksInCache(true)
+      .setPinL0FilterAndIndexBlocksInCache(!conf.partitionedIndex)
       .setFormatVersion(5)
     bloom.foreach(f => t.setFilterPolicy(f))
     // A file's index and filter in partitions of a few KB, found through a small top-level
@@ -221,6 +221,8 @@ object LocalRocksDB {
     // than a cache shard keeps once memtables hold most of the cache; every read then read
     // them again (64M keys on 8 partitions: a 66 s batch that read 24,869 index and as many
     // filter blocks, 264 GB).
+    // Only the top level is pinned: pinning level 0 would pin every partition of a level-0
+    // file with it (RocksDB's kFlushedAndSimilar), which a load's flushes fill the cache with.
     if (conf.partitionedIndex) {
       t.setIndexType(IndexType.kTwoLevelIndexSearch)
         .setPartitionFilters(bloom.isDefined)
