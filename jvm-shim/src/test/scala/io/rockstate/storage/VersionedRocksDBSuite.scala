@@ -38,6 +38,25 @@ class VersionedRocksDBSuite extends AnyFunSuite {
     try f(work, conf, open) finally FileUtils.deleteDirectory(work)
   }
 
+  /**
+   * Holds every thread of the local-checkpoint pool until `release`: a commit's snapshot (its
+   * local checkpoint, then its upload) waits in the pool's queue meanwhile.
+   */
+  private final class HeldPool {
+    private val latch = new CountDownLatch(1)
+    private val holders = (1 to LocalCheckpointPool.threads).map(_ =>
+      LocalCheckpointPool.submit(() => latch.await()))
+
+    /** Lets `ms` pass with the pool still held. */
+    def stillHeldAfter(ms: Long): Unit = assert(!latch.await(ms, TimeUnit.MILLISECONDS))
+
+    /** Frees the pool (again: a no-op) and waits for its holders to end. */
+    def release(): Unit = {
+      latch.countDown()
+      holders.foreach(_.join())
+    }
+  }
+
   test("a commit that begins no snapshot flushes a memtable above the idle share") {
     withStore { (work, conf, open) =>
       val db = open("vdb")
@@ -82,9 +101,7 @@ class VersionedRocksDBSuite extends AnyFunSuite {
     withStore { (_, _, open) =>
       val db = open("writer")
       // Every thread of the pool is held: the commit's local checkpoint waits in its queue.
-      val hold = new CountDownLatch(1)
-      val holders = (1 to LocalCheckpointPool.threads).map(_ =>
-        LocalCheckpointPool.submit(() => hold.await()))
+      val pool = new HeldPool
       try {
         db.load(0)
         (1 to 50).foreach(i => db.put(f"v1-$i%03d".getBytes, Array[Byte](1)))
@@ -92,9 +109,9 @@ class VersionedRocksDBSuite extends AnyFunSuite {
         assert(db.commitFigures.forcedSnapshots == 1 && db.commitFigures.snapshotSyncMs == 0)
         // The next batch's first write waits until the checkpoint has read version 1.
         val write = Future(db.put("v2-only".getBytes, Array[Byte](2)))
-        assert(!hold.await(300, TimeUnit.MILLISECONDS))
+        pool.stillHeldAfter(300)
         assert(!write.isCompleted, "a write reached the database before its snapshot was taken")
-        hold.countDown()
+        pool.release()
         Await.result(write, 60.seconds)
         db.commit(2, forceSnapshot = false)
         assert(db.awaitUploads(60000))
@@ -106,8 +123,7 @@ class VersionedRocksDBSuite extends AnyFunSuite {
           assert(reader.rocksDB.get("v2-only".getBytes) == null)
         } finally reader.close()
       } finally {
-        hold.countDown()
-        holders.foreach(_.join())
+        pool.release()
         db.close()
       }
     }
@@ -120,9 +136,7 @@ class VersionedRocksDBSuite extends AnyFunSuite {
     // opened.
     withStore { (_, _, open) =>
       val first = open("first")
-      val hold = new CountDownLatch(1)
-      val holders = (1 to LocalCheckpointPool.threads).map(_ =>
-        LocalCheckpointPool.submit(() => hold.await()))
+      val pool = new HeldPool
       val next = try {
         first.load(0)
         (1 to 20).foreach(i => first.put(f"k$i%03d".getBytes, Array[Byte](1)))
@@ -131,8 +145,7 @@ class VersionedRocksDBSuite extends AnyFunSuite {
         next.load(1)
         next
       } finally {
-        hold.countDown()
-        holders.foreach(_.join())
+        pool.release()
       }
       try {
         assert(first.awaitUploads(60000))
@@ -158,9 +171,7 @@ class VersionedRocksDBSuite extends AnyFunSuite {
     // waited for its upload: the next instance's commit does, and rebases onto it.
     withStoreSet(Map(RockstateConf.UnloadOnCommit -> "true")) { (_, _, open) =>
       val first = open("first")
-      val hold = new CountDownLatch(1)
-      val holders = (1 to LocalCheckpointPool.threads).map(_ =>
-        LocalCheckpointPool.submit(() => hold.await()))
+      val pool = new HeldPool
       val next = open("next")
       try {
         first.load(0)
@@ -169,15 +180,14 @@ class VersionedRocksDBSuite extends AnyFunSuite {
         next.load(1)
         next.put("k999".getBytes, Array[Byte](2))
         val committing = Future(next.commit(2, forceSnapshot = false))
-        assert(!hold.await(300, TimeUnit.MILLISECONDS))
+        pool.stillHeldAfter(300)
         assert(!committing.isCompleted, "the commit did not wait for the earlier upload")
-        hold.countDown()
+        pool.release()
         val m = Await.result(committing, 60.seconds)
         assert(m.snapshot.map(_.version).contains(1L), m)
         assert(m.changelogs.map(_.version) == Seq(2L), m)
       } finally {
-        hold.countDown()
-        holders.foreach(_.join())
+        pool.release()
         next.close()
         first.close()
       }
