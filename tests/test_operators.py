@@ -15,7 +15,6 @@ import pytest
 from pyspark.sql import functions as F
 
 import rockstate
-from rockstate.format import parse_version_file
 from support.queries import BATCHES, SCHEMA, events, join, pandas_count_until_timeout, sided
 from support.savepoints import settled
 from support.streams import assert_same_as_oracle, run_stream
@@ -214,13 +213,12 @@ def _lineages(run, metrics: list[dict]) -> str:
             "rockstateLoadMs", "rockstateBytesDownloaded")
     lines = [f"batch {b}: " + ", ".join(f"{k}={m.get(k)}" for k in keys)
              for b, m in enumerate(metrics)]
-    stores = [d for d in (Path(run.checkpoint) / "state" / "0").iterdir() if d.name.isdigit()]
-    for store in sorted(stores, key=lambda d: int(d.name)):
-        files = (store / "versions").glob("*.rsv")
-        for f in sorted(files, key=lambda f: int(f.name.split("-")[0])):
-            m = parse_version_file(f.read_bytes(), f"versions/{f.name}", str(f))
+    loc = rockstate.CheckpointLocation(str(run.checkpoint))
+    for store in loc.stores(operator=0):
+        for version in loc.versions(store):
+            m = loc.manifest(store, version)
             base = m.snapshot.version if m.snapshot else 0
-            lines.append(f"partition {store.name} version {m.version}: snapshot {base} + "
+            lines.append(f"partition {store.partition} version {version}: snapshot {base} + "
                          f"{len(m.changelogs)} changelogs")
     return "\n".join(lines)
 
