@@ -11,7 +11,10 @@ included), the files and MB the run leaves in ``state/`` (Hadoop's ``.crc`` side
 counted: object stores have none), and the JVM's peak resident memory; then rockstate's
 ratio against each of the others. For rockstate it also prints the bytes its commits wrote
 on the task's path (``rockstateCommitBytes``) and its checkpoints: how many completed or
-aborted, and the spread from the first to the last partition's acknowledgement. Nothing here
+aborted, and the spread from the first to the last partition's acknowledgement; in local
+mode, also its open stores' RocksDB levels at the end (files, MB, bytes flushes and
+compactions wrote, bytes moved down whole), summed over the stores. Every provider's files
+in ``state/`` are printed by kind with their MB, and so is the MB new after each batch. Nothing here
 is asserted: the machines are shared, so the numbers are for reading, side by side, from one
 run.
 
@@ -348,6 +351,10 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
     state_memory = p["stateOperators"][0].get("memoryUsedBytes", 0)
     rocksdb_memory = (spark._jvm.io.rockstate.storage.ExecutorMemory.usedBytes()
                       if in_process_cache else 0)
+    # Where each store's SSTs are and how they got there (local mode: this JVM's stores):
+    # bytes compactions wrote against bytes they moved down whole, by level.
+    level_stats = (list(spark._jvm.io.rockstate.storage.LocalRocksDB.openLevelStats())
+                   if in_process_cache else [])
     query.stop()
     # What the run leaves in the checkpoint's state/ directory (after the last maintenance):
     # on an object store every file is a request and every listing pays for the count.
@@ -379,18 +386,41 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
         "state_files": len(left),
         # By kind (the name's suffix): where one provider's extra files are.
         "state_files_by_kind": dict(sorted(Counter(_kind(path) for path in left).items())),
+        "state_mb_by_kind": {k: round(sum(v for p, v in left.items() if _kind(p) == k) / 2**20, 1)
+                             for k in sorted({_kind(p) for p in left})},
+        # New bytes in state/ after each batch from the second (background uploads land late).
+        "written_mb": [round(b / 2**20, 1) for b in written],
         "state_mb": sum(left.values()) / 2**20,
         "checkpoints": checkpoints,
         # Where a batch's time goes (Spark's durationMs phases, p50 after the first batch).
         "batches_ms": every,
         "block_reads": block_reads,
         "pinned_mb": [round(b / 2**20, 1) for b in pinned],
+        "levels": _level_totals(level_stats),
+        "level_stores": len(level_stats),
         "phases_p50_ms": {k: statistics.median(d.get(k, 0) for d in phases)
                           for k in sorted({k for d in phases for k in d})},
         "state_time_p50_ms": {k: statistics.median(d[k] for d in state_ms) for k in STATE_TIMES},
     }
     spark.stop()
     return result
+
+
+# RocksDB's per-level figures kept by `_level_totals` (`rocksdb.cfstats`' map names).
+LEVEL_FIGURES = ("NumFiles", "SizeBytes", "WriteGB", "MovedGB", "CompCount")
+
+
+def _level_totals(stats) -> dict[str, dict[str, float]]:
+    """RocksDB's per-level figures of the open stores (``compaction.<level>.<figure>``, one
+    map a store), ``LEVEL_FIGURES`` summed over the stores, by level ("Sum": all levels)."""
+    totals: dict[str, dict[str, float]] = {}
+    for store in stats:
+        for name, value in store.items():
+            _, level, figure = [*name.split("."), "", ""][:3]
+            if name.startswith("compaction.") and figure in LEVEL_FIGURES:
+                by_level = totals.setdefault(level, dict.fromkeys(LEVEL_FIGURES, 0.0))
+                by_level[figure] += float(value)
+    return dict(sorted(totals.items()))
 
 
 # A state operator's time in a batch, as Spark's progress names it (`<name>TimeMs`).
@@ -599,7 +629,13 @@ def main() -> int:
         state = "  ".join(f"{k} {v:.0f}" for k, v in r["state_time_p50_ms"].items())
         print(f"{name}: state operators' time p50, summed over tasks (ms): {state}")
         threads = "  ".join(f"{k} {v:.1f}" for k, v in r["cpu_by_thread_s"].items())
-        print(f"{name}: CPU seconds by thread over the run: {threads}")
+        print(f"{name}: CPU seconds by thread over the run (threads alive at its "
+              f"end only: a task thread that ended is not counted): {threads}")
+    for name, r in results.items():
+        kinds = ", ".join(f"{k} {n} ({r['state_mb_by_kind'][k]:.0f} MB)"
+                          for k, n in r["state_files_by_kind"].items())
+        print(f"{name}: files in state/ by kind after the last run: {kinds}; MB new in state/ "
+              f"after each batch from the second: {r['written_mb']}")
     for name, r in results.items():
         if name.startswith("rockstate"):
             print(f"{name}: bytes written on the commit path per batch "
@@ -614,6 +650,14 @@ def main() -> int:
             if r["pinned_mb"]:
                 print(f"{name}: MB of the executor's block cache pinned after each batch of the "
                       f"last run (of blockCacheSizeMB): {r['pinned_mb']}")
+            if r["levels"]:
+                rows = "; ".join(
+                    f"{lvl} {v['NumFiles']:.0f} files {v['SizeBytes'] / 2**20:.0f} MB, written "
+                    f"{v['WriteGB'] * 1024:.0f} MB, moved {v['MovedGB'] * 1024:.0f} MB, "
+                    f"{v['CompCount']:.0f} runs" for lvl, v in r["levels"].items())
+                print(f"{name}: the open stores' levels at the end of the last run, summed over "
+                      f"{r['level_stores']} stores (written and moved: since each opened; "
+                      f"flushes are L0's runs): {rows}")
             c = r["checkpoints"]
             print(f"{name}: checkpoints completed {c['completed']}, aborted {c['aborted']}, "
                   f"{c['stores']} stores each; first to last acknowledgement p50 "

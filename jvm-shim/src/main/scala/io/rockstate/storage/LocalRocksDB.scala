@@ -4,6 +4,7 @@ import java.io.File
 import java.util.concurrent.ConcurrentHashMap
 
 import scala.jdk.CollectionConverters._
+import scala.util.Try
 
 import org.rocksdb._
 
@@ -160,6 +161,13 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
       p.getFilterBlockReadCount, p.getBlockReadByte)
   }
 
+  /**
+   * RocksDB's figures of this instance's levels (files, bytes) and of the flushes and
+   * compactions since it opened, by level: `compaction.<level>.<figure>` (`L0`.., `Sum`;
+   * `NumFiles`, `SizeBytes`, `WriteGB`, `MovedGB`, `CompCount`, ...), as RocksDB names them.
+   */
+  def levelStats: Map[String, String] = db.getMapProperty("rocksdb.cfstats").asScala.toMap
+
   def approximateMemoryBytes: Long =
     db.getLongProperty("rocksdb.cur-size-all-mem-tables") +
       db.getLongProperty("rocksdb.estimate-table-readers-mem")
@@ -248,6 +256,10 @@ object LocalRocksDB {
    */
   def idleMemtableShare(managerBytes: Long, openInstances: Int = live.size): Long =
     managerBytes / (2L * math.max(1, openInstances))
+
+  /** `levelStats` of every instance open in this JVM (a closing one left out), for py4j. */
+  def openLevelStats(): java.util.List[java.util.Map[String, String]] =
+    live.asScala.toSeq.flatMap(db => Try(db.levelStats.asJava).toOption).asJava
 
   /**
    * Stops the background work of every instance open in this JVM, as its executor shuts down,

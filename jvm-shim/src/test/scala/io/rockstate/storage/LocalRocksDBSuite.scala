@@ -42,6 +42,30 @@ class LocalRocksDBSuite extends AnyFunSuite {
     }
   }
 
+  test("level figures count the flushes and the files they left, under RocksDB's names") {
+    val dir = Files.createTempDirectory("rockstate-localdb").toFile
+    val db = new LocalRocksDB(dir, RockstateConf.from(Map.empty, 2))
+    try {
+      def figure(name: String): Double = db.levelStats(s"compaction.$name").toDouble
+      // A level with no file and no compaction yet has no figures.
+      assert(db.levelStats.get("compaction.L0.CompCount").forall(_.toDouble == 0))
+      (1 to 2).foreach { round =>
+        (1 to 1000).foreach(i => db.put(f"key$round-$i%05d".getBytes, Array.fill[Byte](40)(1)))
+        db.checkpointTo(new java.io.File(dir.getParentFile, s"${dir.getName}-cp$round"))
+      }
+      // Two flushes, two level-0 files (RocksDB compacts from four), bytes written by both.
+      assert(figure("L0.CompCount") == 2 && figure("L0.NumFiles") == 2)
+      assert(figure("Sum.NumFiles") == 2 && figure("L0.WriteGB") > 0)
+      assert(figure("L0.SizeBytes") == db.sstBytes.toDouble)
+      assert(LocalRocksDB.openLevelStats().size >= 1) // this instance, and any other open
+    } finally {
+      db.close()
+      (1 to 2).foreach(r =>
+        FileUtils.deleteDirectory(new java.io.File(dir.getParentFile, s"${dir.getName}-cp$r")))
+      FileUtils.deleteDirectory(dir)
+    }
+  }
+
   test("a store closed under open scans ends them; their reader's close then does nothing") {
     val dir = Files.createTempDirectory("rockstate-localdb").toFile
     val db = new LocalRocksDB(dir, RockstateConf.from(Map.empty, 2))
