@@ -13,7 +13,9 @@ ratio against each of the others. For rockstate it also prints the bytes its com
 on the task's path (``rockstateCommitBytes``) and its checkpoints: how many completed or
 aborted, and the spread from the first to the last partition's acknowledgement; in local
 mode, also its open stores' RocksDB levels at the end (files, MB, bytes flushes and
-compactions wrote, bytes moved down whole), summed over the stores. Every provider's files
+compactions wrote, bytes moved down whole) and why their flushes ran (a full memtable,
+the executor's write buffer manager, a snapshot's or an idle store's own flush), summed over
+the stores. Every provider's files
 in ``state/`` are printed by kind with their MB, and so is the MB new after each batch. Nothing here
 is asserted: the machines are shared, so the numbers are for reading, side by side, from one
 run.
@@ -398,6 +400,7 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
         "pinned_mb": [round(b / 2**20, 1) for b in pinned],
         "levels": _level_totals(level_stats),
         "level_stores": len(level_stats),
+        "flushes": _flush_totals(level_stats),
         "phases_p50_ms": {k: statistics.median(d.get(k, 0) for d in phases)
                           for k in sorted({k for d in phases for k in d})},
         "state_time_p50_ms": {k: statistics.median(d[k] for d in state_ms) for k in STATE_TIMES},
@@ -420,6 +423,19 @@ def _level_totals(stats) -> dict[str, dict[str, float]]:
             if name.startswith("compaction.") and figure in LEVEL_FIGURES:
                 by_level = totals.setdefault(level, dict.fromkeys(LEVEL_FIGURES, 0.0))
                 by_level[figure] += float(value)
+    return dict(sorted(totals.items()))
+
+
+def _flush_totals(stats) -> dict[str, dict[str, float]]:
+    """Why the open stores' flushes ran (``flush.<REASON>.Count`` / ``.Bytes``, RocksDB's
+    reasons, one map a store), summed over the stores, by reason."""
+    totals: dict[str, dict[str, float]] = {}
+    for store in stats:
+        for name, value in store.items():
+            _, reason, figure = [*name.split("."), "", ""][:3]
+            if name.startswith("flush.") and figure in ("Count", "Bytes"):
+                by_reason = totals.setdefault(reason, {"Count": 0.0, "Bytes": 0.0})
+                by_reason[figure] += float(value)
     return dict(sorted(totals.items()))
 
 
@@ -658,6 +674,12 @@ def main() -> int:
                 print(f"{name}: the open stores' levels at the end of the last run, summed over "
                       f"{r['level_stores']} stores (written and moved: since each opened; "
                       f"flushes are L0's runs): {rows}")
+            if r["flushes"]:
+                why = "; ".join(f"{reason} {v['Count']:.0f} ({v['Bytes'] / 2**20:.0f} MB, "
+                                f"{v['Bytes'] / 2**20 / max(v['Count'], 1):.1f} MB each)"
+                                for reason, v in r["flushes"].items())
+                print(f"{name}: why the open stores' flushes ran, as RocksDB reports them "
+                      f"(SST bytes): {why}")
             c = r["checkpoints"]
             print(f"{name}: checkpoints completed {c['completed']}, aborted {c['aborted']}, "
                   f"{c['stores']} stores each; first to last acknowledgement p50 "

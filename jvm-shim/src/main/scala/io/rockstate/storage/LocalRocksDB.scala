@@ -26,6 +26,8 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
 
   private val mergeOperator = new StringAppendOperator(Delimiter)
 
+  private val flushReasons = new FlushReasons
+
   private val options = new Options()
     .setCreateIfMissing(true)
     .setWriteBufferManager(memory.writeBufferManager)
@@ -45,6 +47,7 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
     .setTableCacheNumshardbits(0)
     .setInfoLogLevel(InfoLogLevel.WARN_LEVEL)
     .setLogger(RocksDBLog.logger)
+    .setListeners(java.util.List.of(flushReasons))
 
   private val writeOptions = new WriteOptions().setDisableWAL(true)
   private val readOptions = new ReadOptions()
@@ -164,9 +167,11 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
   /**
    * RocksDB's figures of this instance's levels (files, bytes) and of the flushes and
    * compactions since it opened, by level: `compaction.<level>.<figure>` (`L0`.., `Sum`;
-   * `NumFiles`, `SizeBytes`, `WriteGB`, `MovedGB`, `CompCount`, ...), as RocksDB names them.
+   * `NumFiles`, `SizeBytes`, `WriteGB`, `MovedGB`, `CompCount`, ...), as RocksDB names them;
+   * and why its flushes ran (`FlushReasons.figures`: `flush.<REASON>.Count`, `.Bytes`).
    */
-  def levelStats: Map[String, String] = db.getMapProperty("rocksdb.cfstats").asScala.toMap
+  def levelStats: Map[String, String] =
+    db.getMapProperty("rocksdb.cfstats").asScala.toMap ++ flushReasons.figures
 
   def approximateMemoryBytes: Long =
     db.getLongProperty("rocksdb.cur-size-all-mem-tables") +
@@ -198,6 +203,7 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
       backgroundFlush.close()
       options.close()
       mergeOperator.close()
+      flushReasons.close()
       bloomFilter.foreach(_.close())
     }
   }

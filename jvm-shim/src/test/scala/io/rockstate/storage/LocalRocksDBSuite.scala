@@ -58,6 +58,15 @@ class LocalRocksDBSuite extends AnyFunSuite {
       assert(figure("Sum.NumFiles") == 2 && figure("L0.WriteGB") > 0)
       assert(figure("L0.SizeBytes") == db.sstBytes.toDouble)
       assert(LocalRocksDB.openLevelStats().size >= 1) // this instance, and any other open
+      // Both were the checkpoint's own flushes, and RocksDB says so (its listener runs after
+      // the flush is installed, so it is waited for).
+      val deadline = System.nanoTime() + 10L * 1000 * 1000 * 1000
+      while (db.levelStats.get("flush.MANUAL_FLUSH.Count").forall(_.toLong < 2) &&
+        System.nanoTime() < deadline) Thread.sleep(10)
+      assert(db.levelStats.get("flush.MANUAL_FLUSH.Count").contains("2"))
+      val flushed = db.levelStats("flush.MANUAL_FLUSH.Bytes").toDouble
+      assert(flushed > 0 && flushed <= figure("L0.SizeBytes")) // the files less their footers
+      assert(!db.levelStats.keys.exists(_.startsWith("flush.WRITE_BUFFER")))
     } finally {
       db.close()
       (1 to 2).foreach(r =>
