@@ -416,26 +416,24 @@ LEVEL_FIGURES = ("NumFiles", "SizeBytes", "WriteGB", "MovedGB", "CompCount")
 def _level_totals(stats) -> dict[str, dict[str, float]]:
     """RocksDB's per-level figures of the open stores (``compaction.<level>.<figure>``, one
     map a store), ``LEVEL_FIGURES`` summed over the stores, by level ("Sum": all levels)."""
-    totals: dict[str, dict[str, float]] = {}
-    for store in stats:
-        for name, value in store.items():
-            _, level, figure = [*name.split("."), "", ""][:3]
-            if name.startswith("compaction.") and figure in LEVEL_FIGURES:
-                by_level = totals.setdefault(level, dict.fromkeys(LEVEL_FIGURES, 0.0))
-                by_level[figure] += float(value)
-    return dict(sorted(totals.items()))
+    return _summed(stats, "compaction", LEVEL_FIGURES)
 
 
 def _flush_totals(stats) -> dict[str, dict[str, float]]:
     """Why the open stores' flushes ran (``flush.<REASON>.Count`` / ``.Bytes``, RocksDB's
     reasons, one map a store), summed over the stores, by reason."""
+    return _summed(stats, "flush", ("Count", "Bytes"))
+
+
+def _summed(stats, kind: str, figures: tuple[str, ...]) -> dict[str, dict[str, float]]:
+    """``<kind>.<group>.<figure>`` of every store's map, ``figures`` summed by group."""
     totals: dict[str, dict[str, float]] = {}
     for store in stats:
         for name, value in store.items():
-            _, reason, figure = [*name.split("."), "", ""][:3]
-            if name.startswith("flush.") and figure in ("Count", "Bytes"):
-                by_reason = totals.setdefault(reason, {"Count": 0.0, "Bytes": 0.0})
-                by_reason[figure] += float(value)
+            prefix, group, figure = [*name.split("."), "", ""][:3]
+            if prefix == kind and figure in figures:
+                by_group = totals.setdefault(group, dict.fromkeys(figures, 0.0))
+                by_group[figure] += float(value)
     return dict(sorted(totals.items()))
 
 
