@@ -54,9 +54,12 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
   private val flushOptions = new FlushOptions().setWaitForFlush(true)
   private val backgroundFlush = new FlushOptions().setWaitForFlush(false)
 
-  // `close` and `stopBackgroundWork` run one at a time, and neither after `close`.
+  // `close`, `stopBackgroundWork` and the figures (`whileOpen`) run one at a time, and none
+  // of them on a closed DB.
   private val lifecycle = new Object
   private var closed = false
+  // The version's SST bytes as the store closed: its files outlive the instance.
+  private var sstBytesAtClose = 0L
 
   private val db: RocksDB = RocksDB.open(options, dir.getAbsolutePath)
   live.add(this)
@@ -148,8 +151,19 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
   /** Bytes the active memtable holds (its arena's allocation, as the manager counts it). */
   def memtableBytes: Long = db.getLongProperty("rocksdb.cur-size-active-mem-table")
 
-  /** Bytes of the SST files the current version uses. */
-  def sstBytes: Long = db.getLongProperty("rocksdb.live-sst-files-size")
+  /** Bytes of the SST files the current version uses (as it closed, once closed). */
+  def sstBytes: Long = whileOpen(sstBytesAtClose)(liveSstBytes)
+
+  private def liveSstBytes: Long = db.getLongProperty("rocksdb.live-sst-files-size")
+
+  /**
+   * `read` of the open DB, or `whenClosed` once it closed. Figures are read by threads that
+   * do not hold the store: Spark's operators read a store's metrics after its commit released
+   * it, when Spark's maintenance thread may close it, and a property of a closed RocksDB reads
+   * freed memory (it crashed the JVM with `unloadOnCommit`, stop 56).
+   */
+  private def whileOpen[T](whenClosed: => T)(read: => T): T =
+    lifecycle.synchronized(if (closed) whenClosed else read)
 
   /**
    * Turns on RocksDB's per-thread perf counters on the calling thread (a thread-local setting
@@ -170,12 +184,15 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
    * `NumFiles`, `SizeBytes`, `WriteGB`, `MovedGB`, `CompCount`, ...), as RocksDB names them;
    * and why its flushes ran (`FlushReasons.figures`: `flush.<REASON>.Count`, `.Bytes`).
    */
-  def levelStats: Map[String, String] =
+  def levelStats: Map[String, String] = whileOpen(Map.empty[String, String]) {
     db.getMapProperty("rocksdb.cfstats").asScala.toMap ++ flushReasons.figures
+  }
 
-  def approximateMemoryBytes: Long =
+  /** Native memory of its memtables and table readers (none once closed). */
+  def approximateMemoryBytes: Long = whileOpen(0L) {
     db.getLongProperty("rocksdb.cur-size-all-mem-tables") +
       db.getLongProperty("rocksdb.estimate-table-readers-mem")
+  }
 
   /**
    * Ends this instance's flushes and compactions for good, waiting for a running one; reads and
@@ -193,6 +210,7 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
   }
 
   private def closeOnce(): Unit = {
+    sstBytesAtClose = Try(liveSstBytes).getOrElse(0L)
     openIterators.asScala.toSeq.foreach(_.close())
     try db.cancelAllBackgroundWork(true) finally {
       db.close()
@@ -265,7 +283,8 @@ object LocalRocksDB {
 
   /** `levelStats` of every instance open in this JVM (a closing one left out), for py4j. */
   def openLevelStats(): java.util.List[java.util.Map[String, String]] =
-    live.asScala.toSeq.flatMap(db => Try(db.levelStats.asJava).toOption).asJava
+    live.asScala.toSeq.flatMap(db => Try(db.levelStats).toOption.filter(_.nonEmpty))
+      .map(_.asJava).asJava
 
   /**
    * Stops the background work of every instance open in this JVM, as its executor shuts down,

@@ -43,7 +43,10 @@ final class VersionedRocksDB(
   private val restore = new SnapshotRestore(operatorId, partitionId, storeName, checkpointDir)
   private val snapshots = new AsyncSnapshots(storeId, checkpointDir.root.toString, conf)
 
-  private var db: Option[LocalRocksDB] = None
+  // Volatile: Spark's operators read the figures of a store its maintenance thread may close.
+  @volatile private var db: Option[LocalRocksDB] = None
+  // The SST bytes of the version the last instance held as it closed (`stateBytes`).
+  @volatile private var closedStateBytes = 0L
   private var loaded: Long = -1L
   private var dirty = false
   // The loaded version's lineage: `base` (None: empty state) plus the replay of `chain`.
@@ -81,7 +84,8 @@ final class VersionedRocksDB(
   /** Whether every value of the loaded version carries its row checksum (`RowChecksum`). */
   def rowChecksums: Boolean = checksums
   def memoryBytes: Long = db.map(_.approximateMemoryBytes).getOrElse(0L)
-  def stateBytes: Long = db.map(_.sstBytes).getOrElse(0L)
+  /** The loaded version's SST bytes; once its instance closed, as it closed. */
+  def stateBytes: Long = db.map(_.sstBytes).getOrElse(closedStateBytes)
 
   private def familyEntries: Seq[ColumnFamilyEntry] =
     families.toSeq.sortBy(_._2).map { case (n, i) => ColumnFamilyEntry(n, i) }
@@ -677,7 +681,10 @@ final class VersionedRocksDB(
   }
 
   private def closeDb(): Unit = {
-    db.foreach(_.close())
+    db.foreach { d =>
+      d.close()
+      closedStateBytes = d.sstBytes
+    }
     db = None
   }
 

@@ -178,6 +178,24 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     next.abort()
   }
 
+  test("a store's figures read after Spark's maintenance closed its provider are its own") {
+    // Spark's operators read a store's metrics after its commit released it; with
+    // unloadOnCommit, Spark's maintenance thread closes the provider in between. Reading a
+    // closed RocksDB's properties crashed the JVM (SIGSEGV in GetIntProperty, stop 56).
+    val p = provider(extra = snapshotEveryVersion)
+    val Seq(s) = commitVersions(p, 1 to 1)((v, s) =>
+      (1 to 100).foreach(i => s.put(key(s"k$i", v), value(i))))
+    awaitSnapshot(1) // the snapshot flushed the version's keys to SST files
+    val open = s.metrics
+    assert(open.memoryUsedBytes > 0 && metric(s, "rockstateStateBytes") > 0)
+    p.close()
+    val closed = s.metrics
+    assert(closed.numKeys == 100 && closed.memoryUsedBytes == 0) // unloaded: none held
+    // The version's files outlive the instance, and its size with them.
+    assert(metric(s, "rockstateStateBytes") == open.customMetrics.collectFirst {
+      case (m, v) if m.name == "rockstateStateBytes" => v }.get)
+  }
+
   test("a batch reports the blocks its reads took from files and from the block cache") {
     val p = provider(extra = snapshotEveryVersion)
     commitVersions(p, 1 to 1)((_, s) => (1 to 20000).foreach(i => s.put(key(s"k$i", 1), value(i))))
