@@ -186,14 +186,13 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     val Seq(s) = commitVersions(p, 1 to 1)((v, s) =>
       (1 to 100).foreach(i => s.put(key(s"k$i", v), value(i))))
     awaitSnapshot(1) // the snapshot flushed the version's keys to SST files
-    val open = s.metrics
-    assert(open.memoryUsedBytes > 0 && metric(s, "rockstateStateBytes") > 0)
+    val stateBytes = metric(s, "rockstateStateBytes")
+    assert(s.metrics.memoryUsedBytes > 0 && stateBytes > 0)
     p.close()
     val closed = s.metrics
     assert(closed.numKeys == 100 && closed.memoryUsedBytes == 0) // unloaded: none held
     // The version's files outlive the instance, and its size with them.
-    assert(metric(s, "rockstateStateBytes") == open.customMetrics.collectFirst {
-      case (m, v) if m.name == "rockstateStateBytes" => v }.get)
+    assert(metric(s, "rockstateStateBytes") == stateBytes)
   }
 
   test("a batch reports the blocks its reads took from files and from the block cache") {

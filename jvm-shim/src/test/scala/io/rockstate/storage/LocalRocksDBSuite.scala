@@ -126,7 +126,8 @@ class LocalRocksDBSuite extends AnyFunSuite {
       val dir = Files.createTempDirectory("rockstate-localdb").toFile
       val db = new LocalRocksDB(dir, RockstateConf.from(Map.empty, 2))
       (1 to 200).foreach(i => db.put(f"key$i%05d".getBytes, Array.fill[Byte](40)(1)))
-      db.checkpointTo(new java.io.File(dir.getParentFile, s"${dir.getName}-cp"))
+      val checkpoint = new java.io.File(dir.getParentFile, s"${dir.getName}-cp")
+      db.checkpointTo(checkpoint)
       val sst = db.sstBytes
       val closing = new java.util.concurrent.CountDownLatch(1)
       val failed = new java.util.concurrent.atomic.AtomicReference[Throwable]
@@ -149,7 +150,11 @@ class LocalRocksDBSuite extends AnyFunSuite {
         assert(!reader.isAlive, s"round $round: the reader never saw the store closed")
         assert(failed.get == null, s"round $round: ${failed.get}")
         assert(db.approximateMemoryBytes == 0 && db.levelStats.isEmpty && db.sstBytes == sst)
-      } finally FileUtils.deleteDirectory(dir)
+      } finally {
+        db.close() // a second close does nothing
+        FileUtils.deleteDirectory(checkpoint)
+        FileUtils.deleteDirectory(dir)
+      }
     }
   }
 }
