@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -19,15 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from rockstate import spark_lines
+from support import connect_client
 from support.polling import wait_for
 
 pytestmark = pytest.mark.slow
-
-ROOT = Path(__file__).resolve().parents[1]
-# The client of the main line's server: pyspark-client 4.3.0 is not on PyPI, and a Connect
-# client talks to servers of its own and later lines.
-CLIENT_RELEASES = {"4.0": "4.0.4", "4.1": "4.1.3", "4.2": "4.2.0", "4.3": "4.2.0"}
 
 
 def _free_port() -> int:
@@ -43,24 +37,13 @@ def _listening(port: int) -> bool:
 
 @pytest.fixture(scope="module")
 def client_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A venv with pyspark-client and rockstate installed from this checkout."""
-    import pyspark
-
-    line = spark_lines.line_of(pyspark.__version__)
-    venv = tmp_path_factory.mktemp("connect-client") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
-           "--disable-pip-version-check"]
-    # pandas 3 makes pyspark warn at import; rockstate itself does not need pandas.
-    subprocess.run([*pip, f"pyspark-client=={CLIENT_RELEASES[line]}", "pandas>=2.2,<3"],
-                   check=True)
-    # From a copy: pip builds a local project in place, and dev/run-tests may be building this
-    # checkout for Spark 4.0's venv meanwhile.
-    source = tmp_path_factory.mktemp("connect-client") / "rockstate"
-    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
-        ".git", "build", "target", "jars", "*.egg-info", "__pycache__", ".tools", "node_modules"))
-    subprocess.run([*pip, str(source)], check=True)
-    return venv / "bin" / "python"
+    """A venv with pyspark-client and rockstate installed from this checkout: the one
+    dev/run-tests made while the suites before this one ran, or one made now."""
+    where = connect_client.prepared_dir()
+    if where is None:
+        return connect_client.make_client_venv(tmp_path_factory.mktemp("connect-client"))
+    return wait_for(lambda: connect_client.prepared_python(where),
+                    f"the Connect client's venv in {where}", seconds=900)
 
 
 class Server:
