@@ -3,8 +3,10 @@ package io.rockstate.storage
 import java.io.File
 import java.lang.management.ManagementFactory
 import java.nio.file.{Files, Paths}
+import javax.management.ObjectName
 
 import scala.jdk.CollectionConverters._
+import scala.util.Try
 
 import org.apache.commons.io.FileUtils
 
@@ -20,6 +22,10 @@ import org.apache.commons.io.FileUtils
  * A benchmark, never a test:
  *
  *   dev/sbt "shim/Test/runMain io.rockstate.storage.StoreMemoryBench --stores 1000"
+ *
+ * With the JVM's Native Memory Tracking on (`JAVA_TOOL_OPTIONS=-XX:NativeMemoryTracking=summary`
+ * before the command), what the JVM itself grew outside its heap (JIT code, metaspace, GC and
+ * thread structures) is told apart from RocksDB's memory, and left out of a second ratio.
  *
  * With `--open-at-once K` the stores are held as Spark 4.1+'s `unloadOnCommit` holds them: K
  * at a time (an executor's task slots), each opened on its directory, written, flushed, read
@@ -94,16 +100,31 @@ object StoreMemoryBench {
     val native = (now.rss - before.rss) - (now.heapCommitted - before.heapCommitted)
     val cache = memory.cache.getUsage
     val outside = native - cache
+    // What the JVM itself grew outside its heap (JIT code, metaspace, GC and thread
+    // structures), when Native Memory Tracking is on: not RocksDB's, so not the bound's.
+    val jvm = for (n <- now.jvmNonHeap; b <- before.jvmNonHeap) yield n - b
+    val rocksdb = native - jvm.getOrElse(0L)
+    val split = jvm.fold(" (JVM's own not told apart: run with NativeMemoryTracking)") { j =>
+      f" (the JVM's own +${j / mb}%.1f MB, RocksDB's and the rest " +
+        f"${(outside - j) / mb}%.1f MB = ${(outside - j) / 1024.0 / stores}%.1f KB a store)"
+    }
     println(f"$stage%-8s stores=$stores rss=+${(now.rss - before.rss) / mb}%.1f MB " +
       f"heap(committed)=+${(now.heapCommitted - before.heapCommitted) / mb}%.1f MB " +
       f"native=${native / mb}%.1f MB cache=${cache / mb}%.1f MB " +
-      f"(bound ${memory.blockCacheBytes / mb}%.0f MB) outside the cache=${outside / mb}%.1f MB " +
-      f"(${outside / 1024.0 / stores}%.1f KB a store) native/bound=" +
-      f"${native.toDouble / memory.blockCacheBytes}%.2f open files=+${now.fds - before.fds}")
+      f"(bound ${memory.blockCacheBytes / mb}%.0f MB) outside the cache=${outside / mb}%.1f MB" +
+      f"$split native/bound=${native.toDouble / memory.blockCacheBytes}%.2f " +
+      (if (jvm.isDefined) f"without the JVM's own=${rocksdb.toDouble / memory.blockCacheBytes}%.2f "
+       else "") +
+      s"open files=+${now.fds - before.fds}")
   }
 
-  /** The process's resident set, committed heap after a GC, and open file descriptors. */
-  private final case class Sample(rss: Long, heapCommitted: Long, fds: Int)
+  /**
+   * The process's resident set, committed heap after a GC, open file descriptors, and the
+   * JVM's committed memory outside its heap as its Native Memory Tracking counts it (None
+   * unless the JVM runs with `-XX:NativeMemoryTracking=summary`).
+   */
+  private final case class Sample(rss: Long, heapCommitted: Long, fds: Int,
+      jvmNonHeap: Option[Long])
 
   private object Sample {
     def take(): Sample = {
@@ -111,7 +132,19 @@ object StoreMemoryBench {
       val heap = ManagementFactory.getMemoryMXBean.getHeapMemoryUsage.getCommitted
       val rssKb = Files.readAllLines(Paths.get("/proc/self/status")).asScala
         .find(_.startsWith("VmRSS:")).map(_.split("\\s+")(1).toLong).getOrElse(0L)
-      Sample(rssKb * 1024, heap, new File("/proc/self/fd").list().length)
+      Sample(rssKb * 1024, heap, new File("/proc/self/fd").list().length, jvmNonHeapCommitted)
+    }
+
+    private val Committed = """committed=(\d+)KB""".r.unanchored
+
+    /** NMT's total committed less its Java heap's, in bytes; None when NMT is off. */
+    private def jvmNonHeapCommitted: Option[Long] = {
+      val summary = Try(ManagementFactory.getPlatformMBeanServer.invoke(
+        new ObjectName("com.sun.management:type=DiagnosticCommand"), "vmNativeMemory",
+        Array[AnyRef](Array("summary")), Array("[Ljava.lang.String;")).toString).getOrElse("")
+      def committedOf(label: String): Option[Long] = summary.linesIterator
+        .find(_.contains(label)).collect { case Committed(kb) => kb.toLong * 1024 }
+      for (total <- committedOf("Total:"); heap <- committedOf("Java Heap")) yield total - heap
     }
   }
 }
