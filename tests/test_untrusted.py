@@ -112,6 +112,29 @@ def test_the_decompression_bound_is_the_shared_one():
     assert RULES["minDecompressionLimitBytes"] == decompress.MIN_LIMIT_BYTES
 
 
+# In a child whose address space is capped at 3 GB: 1 MB of zstd that does not compress may
+# expand to 4 GB by the bound, and must be read without asking for all of that (a 64M-key
+# load's 12 MB changelog, bound 50 GB, failed with MemoryError); 40 MB of zeros come back
+# whole across the reader's chunks.
+_BOUNDED_CHILD = """
+import os, resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+import pyarrow as pa
+from rockstate import decompress
+for raw in (os.urandom(1 << 20), bytes(40 << 20)):
+    data = pa.Codec("zstd").compress(raw, asbytes=True)
+    assert decompress.limit_for(len(data)) >= 64 << 20
+    assert decompress.zstd(data, "a test changelog") == raw, len(raw)
+print("ok")
+"""
+
+
+def test_a_large_file_decompresses_without_reserving_its_whole_bound():
+    done = subprocess.run([sys.executable, "-c", _BOUNDED_CHILD], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.stdout.strip() == "ok", done.stderr[-3000:]
+
+
 def test_every_case_has_its_file():
     assert sorted(c["file"] for c in CASES) == sorted(p.name for p in UNTRUSTED.glob("*.bin"))
 

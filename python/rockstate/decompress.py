@@ -13,6 +13,9 @@ from rockstate.errors import CorruptCheckpointError
 
 MAX_RATIO = 4096
 MIN_LIMIT_BYTES = 64 << 20
+# Bytes decompressed at a time: a read asks for its whole size up front, and the bound of a
+# 12 MB changelog is 50 GB (a 64M-key load's changelog failed with MemoryError, stop 57).
+_CHUNK_BYTES = 16 << 20
 
 
 def limit_for(compressed: int) -> int:
@@ -28,14 +31,18 @@ def zstd(data: bytes | memoryview, where: str, file_size: int | None = None) -> 
     import pyarrow as pa
 
     limit = limit_for(len(data) if file_size is None else file_size)
+    pieces: list[bytes] = []
+    total = 0
     try:
         with pa.CompressedInputStream(pa.BufferReader(data), "zstd") as stream:
-            out = stream.read(limit + 1)
+            while total <= limit and (piece := stream.read(min(_CHUNK_BYTES, limit + 1 - total))):
+                pieces.append(piece)
+                total += len(piece)
     except (OSError, pa.ArrowException) as e:
         raise CorruptCheckpointError(f"{where} is damaged (zstd: {e}).") from None
-    if len(out) > limit:
+    if total > limit:
         raise CorruptCheckpointError(
             f"{where} expands past {limit} bytes from {len(data)} compressed bytes, more than a "
             "checkpoint file may (a decompression bomb, or damage); restore it from a trusted "
             "copy.")
-    return bytes(out)
+    return pieces[0] if len(pieces) == 1 else b"".join(pieces)
