@@ -125,7 +125,8 @@ def checkpoints(sessions, tmp_path_factory) -> dict[str, Path]:
 
 @pytest.mark.parametrize("name", ["agg", "dedup", "agg-checksums", "spark-agg",
                                   "spark-agg-changelog"])
-@pytest.mark.parametrize("version", [None, 3])
+# 4: a snapshot version, whose own snapshot lands after its version file (which names 2's).
+@pytest.mark.parametrize("version", [None, 3, 4])
 def test_read_state_matches_spark_state_reader(spark, checkpoints, name: str, version):
     checkpoint = checkpoints[name]
     table = rockstate.read_state(str(checkpoint), operator=0, version=version)
@@ -242,6 +243,43 @@ def test_a_worker_killed_mid_read_is_a_clear_error(checkpoints, monkeypatch):
     with pytest.raises(rockstate.RockstateError, match="worker process reading the state died"):
         rockstate.read_state(str(checkpoints["dedup"]), workers=2)
     assert rockstate.read_state(str(checkpoints["dedup"]), workers=1).num_rows > 0
+
+
+def test_a_version_reads_from_its_own_snapshot_that_landed_after_it(checkpoints, monkeypatch,
+                                                                     tmp_path: Path):
+    """Version 4's file names version 2's snapshot (4's was still uploading); the reader
+    starts from 4's own instead of replaying 3 and 4, and without it reads the same."""
+    import shutil
+
+    from rockstate.location import CheckpointLocation
+
+    copy = tmp_path / "copy"
+    shutil.copytree(checkpoints["agg"], copy)
+    loc = rockstate.CheckpointLocation(str(copy))
+    store = loc.stores()[0]
+    named = loc.manifest(store, 4)
+    assert named.snapshot is not None and named.snapshot.version == 2
+    assert [c.version for c in named.changelogs] == [3, 4]
+    assert any(p.startswith("snapshots/4-") for p in loc.snapshots(store))
+    read_paths: list[str] = []
+    real_read = CheckpointLocation.read
+
+    def counting(self, store_ref, relative, needed_by):
+        read_paths.append(relative)
+        return real_read(self, store_ref, relative, needed_by)
+
+    monkeypatch.setattr(CheckpointLocation, "read", counting)
+    from_own = _offline_rows(rockstate.read_state(str(copy), version=4, workers=1))
+    replayed = [p for p in read_paths if p.startswith(("versions/3-", "snapshots/2-"))]
+    assert not replayed, read_paths
+    assert any(p.startswith("snapshots/4-") for p in read_paths), read_paths
+    # Without 4's snapshot (cleanup took it, or it was withdrawn) the lineage is replayed.
+    for path in loc.snapshots(store):
+        if path.startswith("snapshots/4-"):
+            (Path(store.path) / path).unlink()
+    read_paths.clear()
+    assert _offline_rows(rockstate.read_state(str(copy), version=4, workers=1)) == from_own
+    assert any(p.startswith("versions/3-") for p in read_paths), read_paths
 
 
 def test_a_damaged_snapshot_file_is_an_error_not_empty_state(checkpoints, tmp_path: Path):
