@@ -40,6 +40,8 @@ from pathlib import Path
 
 from provider_bench import (
     PROVIDERS,
+    feed,
+    read_whole,
     requests_between,
     s3_filesystem,
     s3_key,
@@ -130,9 +132,10 @@ def build(name: str, work: Path, staged: list[Path]) -> None:
     src = work / "src"
     src.mkdir(parents=True)
     query = _query(spark, src, _checkpoint(work))
-    for f in staged:
-        shutil.copy(f, src / f.name)
+    for i, f in enumerate(staged):
+        expected = feed(f, src)
         query.processAllAvailable()
+        read_whole(query.lastProgress, expected, i)
     time.sleep(8)  # Spark snapshots in maintenance, rockstate in the background: both land
     query.stop()
     spark.stop()
