@@ -130,11 +130,15 @@ def workdir(tmp_path: Path) -> Path:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # Spark-free tests first, then local[2], then local-cluster: each session starts once.
-    def rank(item: pytest.Item) -> int:
+    # Spark-free tests first, then local[2], then local-cluster: each session starts once. The
+    # Spark Connect suite (its own servers, no shared session) goes between the last two, so
+    # the client venv dev/run-tests makes meanwhile is ready when it starts.
+    def rank(item: pytest.Item) -> float:
         fixtures = getattr(item, "fixturenames", ())
         if "cluster_spark" in fixtures:
             return 2
+        if item.path.name == "test_connect.py":
+            return 1.5
         if "spark" in fixtures:
             return 1
         return 0
