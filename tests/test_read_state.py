@@ -251,8 +251,6 @@ def test_a_version_reads_from_its_own_snapshot_that_landed_after_it(checkpoints,
     starts from 4's own instead of replaying 3 and 4, and without it reads the same."""
     import shutil
 
-    from rockstate.location import CheckpointLocation
-
     copy = tmp_path / "copy"
     shutil.copytree(checkpoints["agg"], copy)
     loc = rockstate.CheckpointLocation(str(copy))
@@ -262,13 +260,13 @@ def test_a_version_reads_from_its_own_snapshot_that_landed_after_it(checkpoints,
     assert [c.version for c in named.changelogs] == [3, 4]
     assert any(p.startswith("snapshots/4-") for p in loc.snapshots(store))
     read_paths: list[str] = []
-    real_read = CheckpointLocation.read
+    real_read = rockstate.CheckpointLocation.read
 
     def counting(self, store_ref, relative, needed_by):
         read_paths.append(relative)
         return real_read(self, store_ref, relative, needed_by)
 
-    monkeypatch.setattr(CheckpointLocation, "read", counting)
+    monkeypatch.setattr(rockstate.CheckpointLocation, "read", counting)
     from_own = _offline_rows(rockstate.read_state(str(copy), version=4, workers=1))
     replayed = [p for p in read_paths if p.startswith(("versions/3-", "snapshots/2-"))]
     assert not replayed, read_paths

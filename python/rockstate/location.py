@@ -351,7 +351,13 @@ def _mtime(info: dict) -> float:
     return 0.0
 
 
+def snapshot_version(path: str) -> int:
+    """The version a snapshot manifest's name (``<version>-<id>.json``, with or without its
+    folder) carries; -1 for a name without one."""
+    head = posixpath.basename(path).split("-", 1)[0]
+    return int(head) if head.isdigit() else -1
+
+
 def _snapshot_order(name: str) -> tuple[int, str]:
     """Sort key of a snapshot manifest name: its version as a number, then the name."""
-    head = name.split("-", 1)[0]
-    return (int(head) if head.isdigit() else -1, name)
+    return (snapshot_version(name), name)

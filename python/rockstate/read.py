@@ -41,7 +41,13 @@ from rockstate.format import (
     changelog_records,
     changes_of,
 )
-from rockstate.location import DEFAULT_STORE, CheckpointLocation, StoreRef, open_location
+from rockstate.location import (
+    DEFAULT_STORE,
+    CheckpointLocation,
+    StoreRef,
+    open_location,
+    snapshot_version,
+)
 from rockstate.operator_metadata import is_transform_with_state, read_operator_metadata
 from rockstate.packed_entries import Rows
 from rockstate.read_workers import read_in_workers, worker_count
@@ -218,8 +224,8 @@ def _snapshot_entries(loc: CheckpointLocation, store: StoreRef, version: int,
         chosen, items = m, None
         if rebased is not None:
             try:  # only the staging: what the caller's block raises is its own
-                items = stack.enter_context(_staged_snapshot(loc, store, version, rebased))
-                chosen = rebased
+                items = stack.enter_context(_staged_snapshot(loc, store, version, *rebased))
+                chosen = rebased[0]
             except (CorruptCheckpointError, FileNotFoundError):
                 pass
         if items is None:
@@ -227,22 +233,20 @@ def _snapshot_entries(loc: CheckpointLocation, store: StoreRef, version: int,
         yield chosen, items
 
 
-def _rebased(loc: CheckpointLocation, store: StoreRef, version: int,
-             m: VersionManifest) -> VersionManifest | None:
+def _rebased(loc: CheckpointLocation, store: StoreRef, version: int, m: VersionManifest,
+             ) -> tuple[VersionManifest, SnapshotManifest] | None:
     """``m`` rebased onto the newest snapshot taken of a version of its own lineage after its
-    named one, or None. A version file names the snapshot that had landed when it was
-    committed; the snapshot of that very version (or of one in its chain) lands after, and
-    its manifest's state id is the exact version file it was taken from. Replaying a load's
-    changelog instead held every key it wrote (a 64M-key load: 5.1M keys a partition, 25 s
-    and 2.3 GB to read one, stop 57)."""
+    named one, with that snapshot's manifest; or None. A version file names the snapshot that
+    had landed when it was committed; the snapshot of that very version (or of one in its
+    chain) lands after, and its manifest's state id is the exact version file it was taken
+    from. Replaying a load's changelog instead held every key it wrote (a 64M-key load: 5.1M
+    keys a partition, 25 s and 2.3 GB to read one, stop 57)."""
     if m.format_version == 1 or not m.changelogs:
         return None
-    lineage = {c.version: c.path for c in m.changelogs}
-    after = m.snapshot.version if m.snapshot is not None else 0
+    lineage = {c.version: c.path for c in m.changelogs}  # the versions after its snapshot
     for path in reversed(loc.snapshots(store)):
-        head = posixpath.basename(path).split("-", 1)[0]
-        taken = int(head) if head.isdigit() else -1
-        if taken not in lineage or taken <= after:
+        taken = snapshot_version(path)
+        if taken not in lineage:
             continue
         try:
             s = loc.snapshot_manifest(store, path, f"version {version}")
@@ -251,15 +255,17 @@ def _rebased(loc: CheckpointLocation, store: StoreRef, version: int,
         if s.version == taken and s.state_id == lineage[taken]:
             return dataclasses.replace(
                 m, snapshot=SnapshotRef(taken, path),
-                changelogs=tuple(c for c in m.changelogs if c.version > taken))
+                changelogs=tuple(c for c in m.changelogs if c.version > taken)), s
     return None
 
 
 @contextmanager
 def _staged_snapshot(loc: CheckpointLocation, store: StoreRef, version: int,
-                     m: VersionManifest) -> Iterator[Iterator[tuple[bytes, bytes]]]:
+                     m: VersionManifest, snapshot: SnapshotManifest | None = None,
+                     ) -> Iterator[Iterator[tuple[bytes, bytes]]]:
     """The entries of the snapshot at or before ``version`` (none if it has no snapshot yet),
-    staged to a temporary directory and opened read-only while the block runs."""
+    staged to a temporary directory and opened read-only while the block runs. ``snapshot``:
+    the manifest of ``m``'s snapshot, when the caller has read it already."""
     if m.format_version != 1 and m.snapshot is None:
         yield iter(())
         return
@@ -267,9 +273,9 @@ def _staged_snapshot(loc: CheckpointLocation, store: StoreRef, version: int,
         if m.snapshot is None:  # format 1 versions list their full snapshot's files themselves
             _stage_files(loc, store, m.files, Path(tmp), version)
         else:
-            stage_snapshot(loc, store, loc.snapshot_manifest(
-                store, m.snapshot.path, f"version {version}"), m.snapshot.path, Path(tmp),
-                version)
+            snapshot = snapshot or loc.snapshot_manifest(store, m.snapshot.path,
+                                                         f"version {version}")
+            stage_snapshot(loc, store, snapshot, m.snapshot.path, Path(tmp), version)
         with spark_rocksdb.read_only_items(tmp, f"of version {version} of {store}") as items:
             yield items
 
