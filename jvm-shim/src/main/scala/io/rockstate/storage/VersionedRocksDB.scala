@@ -20,7 +20,9 @@ import org.apache.spark.internal.Logging
  * and hands the checkpoint to the background uploader (the asynchronous part); later commits
  * rebase onto it once its manifest is written. Loading a version = its snapshot plus the
  * replay of its changelogs, served from the open instance when it holds an earlier point of
- * the same lineage, else from the executor's local files, downloading only what is missing.
+ * the same lineage, else from the executor's local files, downloading only what is missing;
+ * a fresh load with many changes to replay starts from a snapshot of the lineage that landed
+ * after the version file named its own (`NewerSnapshot`).
  *
  * Not thread-safe on its own: the provider serialises task access and maintenance. The load
  * path's work is `SnapshotRestore`'s; a snapshot's asynchronous part runs in `AsyncSnapshots`,
@@ -181,15 +183,36 @@ final class VersionedRocksDB(
         rest.foreach(restore.replay(_, fetched, rocksDB))
         adoptLineage(m)
         (rest.size, 0)
-      case Some(m) if m.snapshot.isDefined => openRepairing(m, wanted, fetched)
-      case _ =>
-        (openFresh(manifest, fetched), 0)
+      case Some(m) => openNewest(m, wanted, fetched)
+      case None => (openFresh(None, fetched), 0)
     }
     loaded = version
     dirty = false
     loadedByCommit = false
     lastLoad = LoadStats(Elapsed.sinceMs(start), fetched.bytes, fetched.files,
       replayed, repaired)
+  }
+
+  /**
+   * Opens `m` from the newest snapshot of its lineage when one landed after its version file
+   * (`NewerSnapshot`), else, or when that one cannot be restored, from the snapshot it names.
+   * Returns the changelogs replayed and the repairs made.
+   */
+  private def openNewest(m: VersionManifest, path: Option[String],
+      fetched: CheckpointFetch): (Int, Int) = {
+    val newer = NewerSnapshot.of(m, checkpointDir, conf.minVersionsToRetain, fetched.neededBy)
+    val opened = newer.flatMap { rebased =>
+      try Some(openFresh(Some(rebased), fetched)) catch {
+        case e: UnreadableSnapshot =>
+          logWarning(s"rockstate: loading version ${m.version} of $storeId: ${e.getMessage}; " +
+            "loading it from the snapshot its version file names instead", e)
+          None
+      }
+    }
+    opened.map(replayed => (replayed, 0)).getOrElse {
+      if (m.snapshot.isDefined) openRepairing(m, path, fetched)
+      else (openFresh(Some(m), fetched), 0)
+    }
   }
 
   /**

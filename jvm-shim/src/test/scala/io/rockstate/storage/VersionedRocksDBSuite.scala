@@ -193,4 +193,48 @@ class VersionedRocksDBSuite extends AnyFunSuite {
       }
     }
   }
+
+  test("a fresh load starts from a snapshot of its lineage that landed after its version file") {
+    // A snapshot uploads after its commit, so version 1's file names no snapshot: a fresh load
+    // of it replayed the whole first batch, though version 1's own snapshot had landed.
+    withStore { (work, _, open) =>
+      val writer = open("writer")
+      val keys = (NewerSnapshot.MinReplayRecords + 64).toInt
+      val values = (0 until keys).map(i => s"value-$i".getBytes)
+      try {
+        writer.load(0)
+        values.zipWithIndex.foreach { case (v, i) => writer.put(f"k$i%06d".getBytes, v) }
+        val m = writer.commit(1, forceSnapshot = true)
+        assert(m.snapshot.isEmpty, m)
+        assert(m.changelogs.map(_.records).sum >= NewerSnapshot.MinReplayRecords, m)
+        assert(writer.awaitUploads(60000))
+        def check(reader: VersionedRocksDB): Unit = Seq(0, keys / 2, keys - 1).foreach { i =>
+          assert(reader.rocksDB.get(f"k$i%06d".getBytes).sameElements(values(i)), s"key $i")
+        }
+        val reader = open("reader")
+        try {
+          reader.load(1)
+          assert(reader.loadStats.changelogsReplayed == 0)
+          check(reader)
+        } finally reader.close()
+        // With that snapshot damaged, the load replays the changes as before.
+        val store = new File(work, "query/store")
+        val dir = new StoreCheckpointDir(new Path("file:" + store.getAbsolutePath),
+          new Configuration())
+        val (snapshotPath, version, _) = dir.listSnapshots().last
+        assert(version == 1L)
+        val sst = dir.readSnapshotManifest(snapshotPath, "the test").files.find(_.kind == "sst")
+        val damaged = new File(store, sst.get.path).toPath
+        val bytes = Files.readAllBytes(damaged)
+        bytes(bytes.length / 2) = (bytes(bytes.length / 2) ^ 0xff).toByte
+        Files.write(damaged, bytes)
+        val second = open("second-reader")
+        try {
+          second.load(1)
+          assert(second.loadStats.changelogsReplayed == 1)
+          check(second)
+        } finally second.close()
+      } finally writer.close()
+    }
+  }
 }
