@@ -208,15 +208,18 @@ class VersionedRocksDBSuite extends AnyFunSuite {
         assert(m.snapshot.isEmpty, m)
         assert(m.changelogs.map(_.records).sum >= NewerSnapshot.MinReplayRecords, m)
         assert(writer.awaitUploads(60000))
-        def check(reader: VersionedRocksDB): Unit = Seq(0, keys / 2, keys - 1).foreach { i =>
-          assert(reader.rocksDB.get(f"k$i%06d".getBytes).sameElements(values(i)), s"key $i")
+        // A new instance (local files of its own) loads version 1, replaying `replayed`.
+        def loadReplaying(name: String, replayed: Int): Unit = {
+          val reader = open(name)
+          try {
+            reader.load(1)
+            assert(reader.loadStats.changelogsReplayed == replayed)
+            Seq(0, keys / 2, keys - 1).foreach { i =>
+              assert(reader.rocksDB.get(f"k$i%06d".getBytes).sameElements(values(i)), s"key $i")
+            }
+          } finally reader.close()
         }
-        val reader = open("reader")
-        try {
-          reader.load(1)
-          assert(reader.loadStats.changelogsReplayed == 0)
-          check(reader)
-        } finally reader.close()
+        loadReplaying("reader", 0)
         // With that snapshot damaged, the load replays the changes as before.
         val store = new File(work, "query/store")
         val dir = new StoreCheckpointDir(new Path("file:" + store.getAbsolutePath),
@@ -228,12 +231,7 @@ class VersionedRocksDBSuite extends AnyFunSuite {
         val bytes = Files.readAllBytes(damaged)
         bytes(bytes.length / 2) = (bytes(bytes.length / 2) ^ 0xff).toByte
         Files.write(damaged, bytes)
-        val second = open("second-reader")
-        try {
-          second.load(1)
-          assert(second.loadStats.changelogsReplayed == 1)
-          check(second)
-        } finally second.close()
+        loadReplaying("second-reader", 1)
       } finally writer.close()
     }
   }
