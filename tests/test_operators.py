@@ -163,6 +163,30 @@ def test_restarted_query_recovers_locally_and_downloads_nothing(spark, workdir: 
     assert after_restart["rockstateChangelogsReplayed"] > 0  # rebuilt from local files
 
 
+def test_restart_at_a_snapshot_version_loads_that_snapshot(spark, workdir: Path):
+    """A snapshot uploads after its commit, so version 2's file names no snapshot (version 1
+    has none). A restart there replayed both changelogs, a first batch of 100,064 keys among
+    them; the fresh load now starts from version 2's own snapshot, which had landed."""
+    first = [{"key": f"key-{i:06d}", "value": i, "ts": "2026-01-01 00:00:00"}
+             for i in range(100_064)]
+    one = [{"key": "key-000001", "value": 1, "ts": "2026-01-01 00:00:00"}]
+    jvm = spark.sparkContext._jvm
+
+    def snapshots_landed(i: int, _query) -> None:
+        if i == 1:
+            assert jvm.io.rockstate.storage.SnapshotUploader.awaitIdle(60000)
+
+    run = run_stream(
+        spark, rockstate.PROVIDER_CLASS,
+        lambda s: s.groupBy("key").agg(F.count("*").alias("n")),
+        [first, one, one], workdir=workdir, name="restart-at-snapshot", schema=SCHEMA,
+        restart_at=2, after_batch=snapshots_landed,
+        confs={"spark.sql.shuffle.partitions": "1"})
+    after_restart = _metrics(run)[2]
+    assert after_restart["rockstateChangelogsReplayed"] == 0, after_restart
+    assert run.outputs[2] == [("key-000001", 3)]
+
+
 @MAIN_LINE_ONLY  # Spark 4.1+: 4.0 has no unloadOnCommit
 def test_unload_on_commit_keeps_snapshots_and_rebases_onto_them(spark, workdir: Path):
     """Spark's unloadOnCommit closes each store as its task ends (maintenance first). A slow
