@@ -22,11 +22,11 @@ object NewerSnapshot {
 
   /**
    * `m` rebased onto the newest snapshot of its lineage after the one it names, or None. Only
-   * a snapshot cleanup keeps until the next commit names it is taken (of a version within
-   * `minVersionsToRetain` of the next one, as a commit's own rebase); a manifest that cannot
+   * a snapshot cleanup keeps until the next commit names it is taken
+   * (`RockstateConf.keepsSnapshotUntil`, as a commit's own rebase); a manifest that cannot
    * be read is passed over, and one that fails to restore is the caller's to fall back from.
    */
-  def of(m: VersionManifest, dir: StoreCheckpointDir, minVersionsToRetain: Int,
+  def of(m: VersionManifest, dir: StoreCheckpointDir, conf: RockstateConf,
       neededBy: String): Option[VersionManifest] = {
     val lineage = m.changelogs.map(c => c.version -> c.path).toMap
     def rebased(path: String, version: Long): Option[VersionManifest] = {
@@ -39,7 +39,7 @@ object NewerSnapshot {
     }
     if (m.isLegacy || m.changelogs.map(_.records).sum < MinReplayRecords) None
     else dir.listSnapshots().reverseIterator
-      .filter { case (_, v, _) => lineage.contains(v) && v > m.version + 1 - minVersionsToRetain }
+      .filter { case (_, v, _) => lineage.contains(v) && conf.keepsSnapshotUntil(v, m.version + 1) }
       .flatMap { case (path, v, _) => rebased(path, v) }
       .nextOption()
   }

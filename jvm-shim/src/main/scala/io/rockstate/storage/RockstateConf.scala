@@ -48,6 +48,13 @@ final case class RockstateConf(
    */
   def outlivedGrace(ms: Long): Boolean = orphanFileGraceMs > 0 && ms > orphanFileGraceMs / 2
 
+  /**
+   * Whether cleanup keeps the snapshot of `snapshotVersion` until the commit of `commitVersion`
+   * names it: it never drops a snapshot of a retained version or a newer one.
+   */
+  def keepsSnapshotUntil(snapshotVersion: Long, commitVersion: Long): Boolean =
+    snapshotVersion > commitVersion - minVersionsToRetain
+
   /** Versions every partition snapshots, so that each is one checkpoint of the query. */
   def isCheckpointVersion(version: Long): Boolean = version % snapshotInterval == 0
 

@@ -200,7 +200,7 @@ final class VersionedRocksDB(
    */
   private def openNewest(m: VersionManifest, path: Option[String],
       fetched: CheckpointFetch): (Int, Int) = {
-    val newer = NewerSnapshot.of(m, checkpointDir, conf.minVersionsToRetain, fetched.neededBy)
+    val newer = NewerSnapshot.of(m, checkpointDir, conf, fetched.neededBy)
     val opened = newer.flatMap { rebased =>
       try Some(openFresh(Some(rebased), fetched)) catch {
         case e: UnreadableSnapshot =>
@@ -578,7 +578,7 @@ final class VersionedRocksDB(
     val onLineage = snapshots.newest.filter { case (ref, refStateId) =>
       base.forall(_.version < ref.version) &&
         chain.exists(c => c.version == ref.version && c.path == refStateId) &&
-        ref.version > version - conf.minVersionsToRetain
+        conf.keepsSnapshotUntil(ref.version, version)
     }
     onLineage.find { case (ref, refStateId) =>
       val there = checkpointDir.exists(ref.path)
