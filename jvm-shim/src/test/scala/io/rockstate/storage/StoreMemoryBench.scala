@@ -5,6 +5,8 @@ import java.lang.management.ManagementFactory
 import java.nio.file.{Files, Paths}
 import javax.management.ObjectName
 
+import com.sun.management.HotSpotDiagnosticMXBean
+
 import scala.jdk.CollectionConverters._
 import scala.util.Try
 
@@ -31,10 +33,35 @@ import org.apache.commons.io.FileUtils
  * at a time (an executor's task slots), each opened on its directory, written, flushed, read
  * and closed before the next, for `--rounds` rounds (batches); it prints the same figures
  * after every round, so what the C allocator keeps from a thousand opens and closes shows.
+ *
+ * Native memory is the resident set's growth less the heap's. The heap's pages count in the
+ * resident set only once touched, and a heap committed at the start is touched gradually as
+ * the bench allocates: without care, the heap filling its committed pages reads as native
+ * memory (80-100 MB of the `--open-at-once 2` figures once were). So the bench runs
+ * in a JVM whose heap is fixed and touched before the first sample (`-Xms` = `-Xmx`,
+ * `-XX:+AlwaysPreTouch`), relaunching itself in one when started without.
  */
 object StoreMemoryBench {
 
-  def main(args: Array[String]): Unit = {
+  def main(args: Array[String]): Unit =
+    if (heapPreTouched) measure(args) else relaunchWithHeapPreTouched(args)
+
+  private def heapPreTouched: Boolean =
+    ManagementFactory.getPlatformMXBean(classOf[HotSpotDiagnosticMXBean])
+      .getVMOption("AlwaysPreTouch").getValue == "true"
+
+  /** This bench again, in a JVM with a fixed, pre-touched heap and this one's other options. */
+  private def relaunchWithHeapPreTouched(args: Array[String]): Unit = {
+    val java = Paths.get(System.getProperty("java.home"), "bin", "java").toString
+    val inherited = ManagementFactory.getRuntimeMXBean.getInputArguments.asScala
+      .filterNot(a => a.startsWith("-Xms") || a.startsWith("-Xmx"))
+    val command = Seq(java) ++ inherited ++ Seq("-Xms1g", "-Xmx1g", "-XX:+AlwaysPreTouch",
+      "-cp", System.getProperty("java.class.path"), getClass.getName.stripSuffix("$")) ++ args
+    val exit = new ProcessBuilder(command: _*).inheritIO().start().waitFor()
+    if (exit != 0) throw new IllegalStateException(s"the relaunched bench exited with $exit")
+  }
+
+  private def measure(args: Array[String]): Unit = {
     val opts = args.grouped(2).collect { case Array(k, v) => k.stripPrefix("--") -> v }.toMap
     val stores = opts.getOrElse("stores", "1000").toInt
     val keys = opts.getOrElse("keys", "1000").toInt
@@ -50,7 +77,7 @@ object StoreMemoryBench {
   private def runUnloading(dir: File, stores: Int, keys: Int, atOnce: Int, rounds: Int): Unit = {
     val conf = RockstateConf.from(Map.empty, 2)
     val memory = ExecutorMemory.get(conf)
-    val before = Sample.take()
+    val before = Sample.baseline()
     (1 to rounds).foreach { round =>
       (0 until stores).grouped(atOnce).foreach { group =>
         val dbs = group.map(openStore(dir, _, conf))
@@ -71,7 +98,7 @@ object StoreMemoryBench {
   private def run(dir: File, stores: Int, keys: Int): Unit = {
     val conf = RockstateConf.from(Map.empty, 2)
     val memory = ExecutorMemory.get(conf)
-    val before = Sample.take()
+    val before = Sample.baseline()
     val dbs = (0 until stores).map(openStore(dir, _, conf))
     try {
       report("opened", stores, before, Sample.take(), memory)
@@ -127,6 +154,20 @@ object StoreMemoryBench {
       jvmNonHeap: Option[Long])
 
   private object Sample {
+    /**
+     * The first sample: taken after the C allocator hands back the free memory the JVM's start
+     * left (glibc's `malloc_trim`, where the JVM has `System.trim_native_heap`), so that an
+     * allocator which trims by itself later cannot take the figures below what RocksDB holds.
+     */
+    def baseline(): Sample = {
+      System.gc()
+      Try(ManagementFactory.getPlatformMBeanServer.invoke(
+        new ObjectName("com.sun.management:type=DiagnosticCommand"), "systemTrimNativeHeap",
+        Array[AnyRef](Array.empty[String]), Array("[Ljava.lang.String;")))
+        .foreach(out => println(s"baseline after trimming the native heap: $out".trim))
+      take()
+    }
+
     def take(): Sample = {
       System.gc()
       val heap = ManagementFactory.getMemoryMXBean.getHeapMemoryUsage.getCommitted
