@@ -161,9 +161,7 @@ object StoreMemoryBench {
      */
     def baseline(): Sample = {
       System.gc()
-      Try(ManagementFactory.getPlatformMBeanServer.invoke(
-        new ObjectName("com.sun.management:type=DiagnosticCommand"), "systemTrimNativeHeap",
-        Array[AnyRef](Array.empty[String]), Array("[Ljava.lang.String;")))
+      diagnosticCommand("systemTrimNativeHeap")
         .foreach(out => println(s"baseline after trimming the native heap: $out".trim))
       take()
     }
@@ -180,12 +178,16 @@ object StoreMemoryBench {
 
     /** NMT's total committed less its Java heap's, in bytes; None when NMT is off. */
     private def jvmNonHeapCommitted: Option[Long] = {
-      val summary = Try(ManagementFactory.getPlatformMBeanServer.invoke(
-        new ObjectName("com.sun.management:type=DiagnosticCommand"), "vmNativeMemory",
-        Array[AnyRef](Array("summary")), Array("[Ljava.lang.String;")).toString).getOrElse("")
+      val summary = diagnosticCommand("vmNativeMemory", "summary").getOrElse("")
       def committedOf(label: String): Option[Long] = summary.linesIterator
         .find(_.contains(label)).collect { case Committed(kb) => kb.toLong * 1024 }
       for (total <- committedOf("Total:"); heap <- committedOf("Java Heap")) yield total - heap
     }
+
+    /** The JVM's diagnostic command `op` (as `jcmd` runs it), its output; fails where absent. */
+    private def diagnosticCommand(op: String, args: String*): Try[String] =
+      Try(ManagementFactory.getPlatformMBeanServer.invoke(
+        new ObjectName("com.sun.management:type=DiagnosticCommand"), op,
+        Array[AnyRef](args.toArray), Array("[Ljava.lang.String;")).toString)
   }
 }
