@@ -42,6 +42,23 @@ class LocalRocksDBSuite extends AnyFunSuite {
     }
   }
 
+  test("an open store's own structures are kept small: one table cache shard, 16 KB writers") {
+    val dir = Files.createTempDirectory("rockstate-localdb").toFile
+    val db = new LocalRocksDB(dir, RockstateConf.from(Map.empty, 2))
+    try {
+      // What RocksDB opened the instance with, as it wrote it down (not what was asked for).
+      val options = dir.listFiles().filter(_.getName.startsWith("OPTIONS-"))
+        .maxBy(_.getName.stripPrefix("OPTIONS-").toLong)
+      val settings = FileUtils.readLines(options, "UTF-8").toArray.map(_.toString.trim)
+      assert(settings.contains(s"writable_file_max_buffer_size=${16 * 1024}"), options)
+      assert(settings.contains("table_cache_numshardbits=0"), options)
+      assert(settings.contains(s"arena_block_size=${32 * 1024}"), options)
+    } finally {
+      db.close()
+      FileUtils.deleteDirectory(dir)
+    }
+  }
+
   test("level figures count the flushes and the files they left, under RocksDB's names") {
     val dir = Files.createTempDirectory("rockstate-localdb").toFile
     val db = new LocalRocksDB(dir, RockstateConf.from(Map.empty, 2))
