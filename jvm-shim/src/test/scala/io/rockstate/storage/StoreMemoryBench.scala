@@ -29,6 +29,9 @@ import org.apache.commons.io.FileUtils
  * before the command), what the JVM itself grew outside its heap (JIT code, metaspace, GC and
  * thread structures) is told apart from RocksDB's memory, and left out of a second ratio.
  *
+ * `--block-cache-mb M` sets `blockCacheSizeMB` (the bound; rockstate's default otherwise), to
+ * tell memory that grows with the bound from memory that does not.
+ *
  * With `--open-at-once K` the stores are held as Spark 4.1+'s `unloadOnCommit` holds them: K
  * at a time (an executor's task slots), each opened on its directory, written, flushed, read
  * and closed before the next, for `--rounds` rounds (batches); it prints the same figures
@@ -65,17 +68,19 @@ object StoreMemoryBench {
     val opts = args.grouped(2).collect { case Array(k, v) => k.stripPrefix("--") -> v }.toMap
     val stores = opts.getOrElse("stores", "1000").toInt
     val keys = opts.getOrElse("keys", "1000").toInt
+    val conf = RockstateConf.from(
+      opts.get("block-cache-mb").map(RockstateConf.BlockCacheSizeMB -> _).toMap, 2)
     val dir = Files.createTempDirectory("rockstate-memory-bench").toFile
     try opts.get("open-at-once") match {
-      case Some(atOnce) => runUnloading(dir, stores, keys, atOnce.toInt,
+      case Some(atOnce) => runUnloading(dir, conf, stores, keys, atOnce.toInt,
         opts.getOrElse("rounds", "5").toInt)
-      case None => run(dir, stores, keys)
+      case None => run(dir, conf, stores, keys)
     } finally FileUtils.deleteDirectory(dir)
   }
 
   /** Every store opened, written, read and closed in turn, `atOnce` open together. */
-  private def runUnloading(dir: File, stores: Int, keys: Int, atOnce: Int, rounds: Int): Unit = {
-    val conf = RockstateConf.from(Map.empty, 2)
+  private def runUnloading(dir: File, conf: RockstateConf, stores: Int, keys: Int,
+      atOnce: Int, rounds: Int): Unit = {
     val memory = ExecutorMemory.get(conf)
     val before = Sample.baseline()
     (1 to rounds).foreach { round =>
@@ -95,8 +100,7 @@ object StoreMemoryBench {
     }
   }
 
-  private def run(dir: File, stores: Int, keys: Int): Unit = {
-    val conf = RockstateConf.from(Map.empty, 2)
+  private def run(dir: File, conf: RockstateConf, stores: Int, keys: Int): Unit = {
     val memory = ExecutorMemory.get(conf)
     val before = Sample.baseline()
     val dbs = (0 until stores).map(openStore(dir, _, conf))
