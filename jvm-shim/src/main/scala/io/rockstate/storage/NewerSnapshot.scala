@@ -21,21 +21,22 @@ object NewerSnapshot {
   val MinReplayRecords: Long = 100000
 
   /**
-   * `m` rebased onto the newest snapshot of its lineage after the one it names, or None. Only
-   * a snapshot cleanup keeps until the next commit names it is taken
+   * `m` rebased onto the newest snapshot of its lineage after the one it names, with that
+   * snapshot's manifest (read once here: the restore takes it as read, no second request), or
+   * None. Only a snapshot cleanup keeps until the next commit names it is taken
    * (`RockstateConf.keepsSnapshotUntil`, as a commit's own rebase); a manifest that cannot
    * be read is passed over, and one that fails to restore is the caller's to fall back from.
    */
   def of(m: VersionManifest, dir: StoreCheckpointDir, conf: RockstateConf,
-      neededBy: String): Option[VersionManifest] = {
+      neededBy: String): Option[(VersionManifest, SnapshotManifest)] = {
     val lineage = m.changelogs.map(c => c.version -> c.path).toMap
-    def rebased(path: String, version: Long): Option[VersionManifest] = {
+    def rebased(path: String, version: Long): Option[(VersionManifest, SnapshotManifest)] = {
       val taken = try Some(dir.readSnapshotManifest(path, neededBy)) catch {
         case NonFatal(_) => None
       }
-      taken.filter(s => s.version == version && s.stateId == lineage(version)).map(_ =>
-        m.copy(snapshot = Some(SnapshotRef(version, path)),
-          changelogs = m.changelogs.filter(_.version > version)))
+      taken.filter(s => s.version == version && s.stateId == lineage(version)).map(s =>
+        (m.copy(snapshot = Some(SnapshotRef(version, path)),
+          changelogs = m.changelogs.filter(_.version > version)), s))
     }
     if (m.isLegacy || m.changelogs.map(_.records).sum < MinReplayRecords) None
     else dir.listSnapshots().reverseIterator

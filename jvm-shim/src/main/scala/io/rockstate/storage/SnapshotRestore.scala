@@ -52,14 +52,17 @@ final class SnapshotRestore(operatorId: Long, partitionId: Int, storeName: Strin
    * Rebuilds `manifest`'s snapshot in `workDir` (emptied first): every file it needs, and its
    * changelogs, fetched in parallel first (each checked against its size and CRC32: on an
    * object store a load is bound by request latency, not bandwidth), then SSTs linked and
-   * RocksDB's small files copied or unpacked. Without a manifest: empty state.
+   * RocksDB's small files copied or unpacked. Without a manifest: empty state. `read`: the
+   * manifest of `manifest`'s snapshot when the caller has read it already (it is not read
+   * again).
    */
   def restoreSnapshot(manifest: Option[VersionManifest], workDir: File,
-      fetch: CheckpointFetch): RestoredSnapshot = {
+      fetch: CheckpointFetch, read: Option[SnapshotManifest] = None): RestoredSnapshot = {
     FileUtils.deleteDirectory(workDir)
     Files.createDirectories(workDir.toPath)
     val snapshotRef = manifest.flatMap(_.snapshot)
-    val snapshot = snapshotRef.map(ref => remote.readSnapshotManifest(ref.path, fetch.neededBy))
+    val snapshot = snapshotRef.map(ref =>
+      read.getOrElse(remote.readSnapshotManifest(ref.path, fetch.neededBy)))
     fetch.prefetch(snapshot.toSeq.flatMap(_.files.map(f => (f.path, f.size, f.crc32))) ++
       manifest.toSeq.flatMap(_.changelogs.map(c => (c.path, c.size, c.crc32))))
     for (ref <- snapshotRef; s <- snapshot) {

@@ -201,8 +201,8 @@ final class VersionedRocksDB(
   private def openNewest(m: VersionManifest, path: Option[String],
       fetched: CheckpointFetch): (Int, Int) = {
     val newer = NewerSnapshot.of(m, checkpointDir, conf, fetched.neededBy)
-    val opened = newer.flatMap { rebased =>
-      try Some(openFresh(Some(rebased), fetched)) catch {
+    val opened = newer.flatMap { case (rebased, snapshot) =>
+      try Some(openFresh(Some(rebased), fetched, Some(snapshot))) catch {
         case e: UnreadableSnapshot =>
           logWarning(s"rockstate: loading version ${m.version} of $storeId: ${e.getMessage}; " +
             "loading it from the snapshot its version file names instead", e)
@@ -322,12 +322,14 @@ final class VersionedRocksDB(
    * Opens a new RocksDB instance from the version's snapshot and replays its changelogs. A
    * snapshot that cannot be restored (a file missing, or not matching its size and CRC32)
    * fails with `UnreadableSnapshot`; a changelog that cannot be replayed fails as it is.
+   * `snapshot`: that snapshot's manifest, when it was read already.
    */
-  private def openFresh(manifest: Option[VersionManifest], fetched: CheckpointFetch): Int = {
+  private def openFresh(manifest: Option[VersionManifest], fetched: CheckpointFetch,
+      snapshot: Option[SnapshotManifest] = None): Int = {
     discardChangelog()
     closeDb()
     val restored = try {
-      val r = restore.restoreSnapshot(manifest, workDir, fetched)
+      val r = restore.restoreSnapshot(manifest, workDir, fetched, snapshot)
       db = Some(new LocalRocksDB(workDir, conf))
       r
     } catch {

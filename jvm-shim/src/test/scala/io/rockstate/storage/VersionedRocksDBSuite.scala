@@ -235,4 +235,39 @@ class VersionedRocksDBSuite extends AnyFunSuite {
       } finally writer.close()
     }
   }
+
+  test("a load from a newer snapshot of its lineage reads that snapshot's manifest once") {
+    // The lookup reads the manifest to check it is of the lineage; the restore takes it as
+    // read. On an object store each read is a GET (it read it twice).
+    withStore { (work, conf, _) =>
+      val hadoop = new Configuration()
+      hadoop.set("fs.rscount.impl", classOf[io.rockstate.testing.CountingFileSystem].getName)
+      hadoop.setBoolean("fs.rscount.impl.disable.cache", true)
+      val store = new File(work, "query/store")
+      val dir = new StoreCheckpointDir(
+        new Path(s"${io.rockstate.testing.CountingFileSystem.Scheme}://${store.getAbsolutePath}"),
+        hadoop)
+      def open(name: String) = new VersionedRocksDB(0, 0, "default", dir,
+        LocalStoreFiles.forStore(dir.root.toString, name, conf.localDir), conf,
+        useColumnFamilies = false)
+      val writer = open("writer")
+      val keys = (NewerSnapshot.MinReplayRecords + 64).toInt
+      try {
+        writer.load(0)
+        (0 until keys).foreach(i => writer.put(f"k$i%06d".getBytes, s"value-$i".getBytes))
+        assert(writer.commit(1, forceSnapshot = true).snapshot.isEmpty)
+        assert(writer.awaitUploads(60000))
+      } finally writer.close()
+      val reader = open("reader")
+      try {
+        io.rockstate.testing.CountingFileSystem.reset()
+        reader.load(1)
+        assert(reader.loadStats.changelogsReplayed == 0)
+        assert(reader.rocksDB.get(f"k${keys - 1}%06d".getBytes)
+          .sameElements(s"value-${keys - 1}".getBytes))
+        assert(io.rockstate.testing.CountingFileSystem.opensOf(_.contains("/snapshots/")) == 1,
+          io.rockstate.testing.CountingFileSystem.counts)
+      } finally reader.close()
+    }
+  }
 }

@@ -82,6 +82,7 @@ class CountingFileSystem extends RawLocalFileSystem {
 
   override def open(f: Path, bufferSize: Int): FSDataInputStream = {
     count("open")
+    CountingFileSystem.opened(f.toUri.getPath)
     inside(super.open(f, bufferSize))
   }
 
@@ -117,12 +118,23 @@ class CountingFileSystem extends RawLocalFileSystem {
 object CountingFileSystem {
   val Scheme = "rscount"
   private val calls = new ConcurrentHashMap[String, AtomicLong]()
+  private val opens = new ConcurrentHashMap[String, AtomicLong]()
 
   private[testing] def count(kind: String): Unit =
     calls.computeIfAbsent(kind, _ => new AtomicLong()).incrementAndGet()
 
+  private[testing] def opened(path: String): Unit =
+    opens.computeIfAbsent(path, _ => new AtomicLong()).incrementAndGet()
+
   /** Calls so far, by kind. */
   def counts: Map[String, Long] = calls.asScala.map { case (k, v) => k -> v.get }.toMap
 
-  def reset(): Unit = calls.clear()
+  /** Opens (GETs) so far of the files whose path `which` selects. */
+  def opensOf(which: String => Boolean): Long =
+    opens.asScala.collect { case (p, n) if which(p) => n.get }.sum
+
+  def reset(): Unit = {
+    calls.clear()
+    opens.clear()
+  }
 }
