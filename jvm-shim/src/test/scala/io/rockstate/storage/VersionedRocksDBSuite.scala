@@ -24,14 +24,16 @@ class VersionedRocksDBSuite extends AnyFunSuite {
   private def withStore(f: (File, RockstateConf, String => VersionedRocksDB) => Unit): Unit =
     withStoreSet(Map.empty)(f)
 
-  private def withStoreSet(settings: Map[String, String])(
+  /** `fsPrefix` and `hadoop`: the file system the store's checkpoint directory is reached by. */
+  private def withStoreSet(settings: Map[String, String], fsPrefix: String = "file:",
+      hadoop: Configuration = new Configuration())(
       f: (File, RockstateConf, String => VersionedRocksDB) => Unit): Unit = {
     val work = Files.createTempDirectory("rockstate-vdb").toFile
     val conf = RockstateConf.from(Map(RockstateConf.SnapshotInterval -> "1000") ++ settings, 2)
       .copy(localRecovery = false, localDir = new File(work, "local").getPath)
     val store = new File(work, "query/store")
     Files.createDirectories(store.toPath)
-    val dir = new StoreCheckpointDir(new Path("file:" + store.getAbsolutePath), new Configuration())
+    val dir = new StoreCheckpointDir(new Path(fsPrefix + store.getAbsolutePath), hadoop)
     def open(name: String) = new VersionedRocksDB(0, 0, "default", dir,
       LocalStoreFiles.forStore(dir.root.toString, name, conf.localDir), conf,
       useColumnFamilies = false)
@@ -239,17 +241,11 @@ class VersionedRocksDBSuite extends AnyFunSuite {
   test("a load from a newer snapshot of its lineage reads that snapshot's manifest once") {
     // The lookup reads the manifest to check it is of the lineage; the restore takes it as
     // read. On an object store each read is a GET (it read it twice).
-    withStore { (work, conf, _) =>
-      val hadoop = new Configuration()
-      hadoop.set("fs.rscount.impl", classOf[io.rockstate.testing.CountingFileSystem].getName)
-      hadoop.setBoolean("fs.rscount.impl.disable.cache", true)
-      val store = new File(work, "query/store")
-      val dir = new StoreCheckpointDir(
-        new Path(s"${io.rockstate.testing.CountingFileSystem.Scheme}://${store.getAbsolutePath}"),
-        hadoop)
-      def open(name: String) = new VersionedRocksDB(0, 0, "default", dir,
-        LocalStoreFiles.forStore(dir.root.toString, name, conf.localDir), conf,
-        useColumnFamilies = false)
+    val hadoop = new Configuration()
+    hadoop.set("fs.rscount.impl", classOf[io.rockstate.testing.CountingFileSystem].getName)
+    hadoop.setBoolean("fs.rscount.impl.disable.cache", true)
+    withStoreSet(Map.empty, s"${io.rockstate.testing.CountingFileSystem.Scheme}://", hadoop) {
+        (_, _, open) =>
       val writer = open("writer")
       val keys = (NewerSnapshot.MinReplayRecords + 64).toInt
       try {
