@@ -8,8 +8,8 @@ import org.apache.spark.internal.Logging
  * The asynchronous side of one store's snapshots: the upload under way (at most one; one past
  * `snapshotUploadTimeoutMs` is abandoned), the newest snapshot its uploads confirmed (commits
  * rebase onto it), and the figures of uploads that ended since the last commit asked. The
- * synchronous part (`VersionedRocksDB`, on the task) takes the local checkpoint and hands it
- * over as an immutable `SnapshotJob`; upload threads touch only this object.
+ * synchronous part (`SyncSnapshots`) takes the local checkpoint and hands it over as an
+ * immutable `SnapshotJob`; upload threads touch only this object.
  */
 final class AsyncSnapshots(storeId: String, storeDir: String, conf: RockstateConf)
     extends Logging {

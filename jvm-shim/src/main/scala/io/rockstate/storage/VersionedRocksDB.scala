@@ -1,7 +1,6 @@
 package io.rockstate.storage
 
 import java.util.UUID
-import java.util.concurrent.CompletableFuture
 
 import scala.util.control.NonFatal
 
@@ -24,10 +23,12 @@ import org.apache.spark.internal.Logging
  * a fresh load with many changes to replay starts from a snapshot of the lineage that landed
  * after the version file named its own (`NewerSnapshot`).
  *
- * Not thread-safe on its own: the provider serialises task access and maintenance. The load
- * path's work is `SnapshotRestore`'s; a snapshot's asynchronous part runs in `AsyncSnapshots`,
- * the only object upload threads touch. The synchronous part, on `LocalCheckpointPool`, reads
- * the database while nothing changes it: every load, write, rollback and close waits for it.
+ * Not thread-safe on its own: the provider serialises task access and maintenance. This class
+ * holds the loaded version and decides; the phases are their own classes, as Flink splits them:
+ * `SnapshotRestore` restores a snapshot and replays changelogs, `SnapshotRepair` picks what to
+ * open past a damaged snapshot, `SyncSnapshots` takes a snapshot's local checkpoint (on
+ * `LocalCheckpointPool`, while nothing changes the database: every load, write, rollback and
+ * close waits for it) and `AsyncSnapshots` uploads it, the only object upload threads touch.
  */
 final class VersionedRocksDB(
     operatorId: Long,
@@ -43,7 +44,10 @@ final class VersionedRocksDB(
     s"store $storeName)"
   private val workDir = local.newWorkPath("db")
   private val restore = new SnapshotRestore(operatorId, partitionId, storeName, checkpointDir)
+  private val repair = new SnapshotRepair(storeId, checkpointDir, restore, conf)
   private val snapshots = new AsyncSnapshots(storeId, checkpointDir.root.toString, conf)
+  private val syncSnapshots = new SyncSnapshots(checkpointDir, local, conf, snapshots)
+  private val lateChecks = new LateCommitChecks(storeId, checkpointDir)
 
   // Volatile: Spark's operators read the figures of a store its maintenance thread may close.
   @volatile private var db: Option[LocalRocksDB] = None
@@ -73,8 +77,6 @@ final class VersionedRocksDB(
   // Whether the loaded lineage's values carry checksums: the store's, or for a new one the conf.
   private var checksums = conf.rowChecksums
   private var toldOfChecksums = false
-  // The synchronous part of the snapshot the last commit began, running after that commit.
-  private var localCheckpoint: Option[CompletableFuture[Void]] = None
 
   def loadedVersion: Long = loaded
   def numKeys: Long = keys
@@ -210,101 +212,14 @@ final class VersionedRocksDB(
       }
     }
     opened.map(replayed => (replayed, 0)).getOrElse {
-      if (m.snapshot.isDefined) openRepairing(m, path, fetched)
-      else (openFresh(Some(m), fetched), 0)
+      if (m.snapshot.isEmpty) (openFresh(Some(m), fetched), 0)
+      else {
+        val (replayed, repairs) = repair.open(m, path, fetched)(v => openFresh(Some(v), fetched))
+        // The next commit snapshots, so that no later load needs the repair again.
+        if (repairs > 0) forceOwed = true
+        (replayed, repairs)
+      }
     }
-  }
-
-  /**
-   * Opens `m` from its snapshot; if that snapshot cannot be restored `repairAfterFailures`
-   * times, rebuilds the version from an older snapshot of its lineage (newest first), or from
-   * empty state, plus every change since, replaying at most `repairMaxReplay` versions
-   * (Spark's autoSnapshotRepair, SPARK-54121, on by default here: every file is checked
-   * against its size and CRC32 first, so a repair never reads damage as state). The next
-   * commit then takes a snapshot. Returns the changelogs replayed and the repairs made (0, 1).
-   */
-  private def openRepairing(m: VersionManifest, path: Option[String],
-      fetched: CheckpointFetch): (Int, Int) = {
-    def attempt(): Either[UnreadableSnapshot, Int] =
-      try Right(openFresh(Some(m), fetched)) catch { case e: UnreadableSnapshot => Left(e) }
-    @scala.annotation.tailrec
-    def retried(left: Int): Either[UnreadableSnapshot, Int] = attempt() match {
-      case Left(e) if left > 1 =>
-        logWarning(s"rockstate: loading version ${m.version} of $storeId: ${e.getMessage}; " +
-          "trying again", e)
-        retried(left - 1)
-      case other => other
-    }
-    retried(if (conf.autoSnapshotRepair) conf.repairAfterFailures else 1) match {
-      case Right(replayed) => (replayed, 0)
-      case Left(e) if !conf.autoSnapshotRepair => throw e.getCause
-      case Left(e) => (repair(m, path, e, fetched), 1)
-    }
-  }
-
-  private def repair(end: VersionManifest, endPath: Option[String], damaged: UnreadableSnapshot,
-      fetched: CheckpointFetch): Int = {
-    val bad = damaged.ref.version
-    val eligible = (checkpointDir.listSnapshots().map(_._2).filter(_ < bad).distinct
-      .sorted.reverse :+ 0L).toList
-    val selected = eligible.filter(v => end.version - v <= conf.repairMaxReplay)
-    logWarning(s"rockstate: the snapshot of version $bad of $storeId (${damaged.ref.path}) " +
-      s"cannot be restored (${damaged.getCause}); rebuilding version ${end.version} from an " +
-      s"older one (of versions ${selected.mkString(", ")}; 0: empty state)")
-    @scala.annotation.tailrec
-    def from(candidates: List[Long], failed: List[String]): Int = candidates match {
-      case Nil =>
-        throw new CorruptCheckpointException(s"rockstate: version ${end.version} of $storeId " +
-          s"cannot be loaded: its snapshot of version $bad (${damaged.ref.path}) cannot be " +
-          s"restored (${damaged.getCause.getMessage}), and no older one rebuilds it within " +
-          s"${conf.repairMaxReplay} versions of changes (${RockstateConf.RepairMaxReplay}). " +
-          s"Snapshots of versions ${eligible.mkString(", ")} were eligible; tried: " +
-          s"${if (failed.isEmpty) "none" else failed.reverse.mkString("; ")}. Restore the " +
-          "snapshot's files, or restart the query from an earlier checkpoint.", damaged.getCause)
-      case v :: rest =>
-        (try Right(rebuild(v, end, endPath, fetched)) catch { case NonFatal(e) => Left(e) }) match {
-          case Right(replayed) =>
-            logWarning(s"rockstate: version ${end.version} of $storeId rebuilt from " +
-              s"${if (v == 0) "empty state" else s"the snapshot of version $v"} and $replayed " +
-              s"versions of changes, past the damaged snapshot of version $bad")
-            forceOwed = true // the next commit snapshots, so no later load needs the repair
-            replayed
-          case Left(e) => from(rest, s"$v: ${e.getMessage}" :: failed)
-        }
-    }
-    from(selected, Nil)
-  }
-
-  /**
-   * Opens `end` rebuilt from the snapshot of `snapshotVersion` on its lineage (0: from empty
-   * state) and the changes after it; returns how many versions of changes it replayed.
-   */
-  private def rebuild(snapshotVersion: Long, end: VersionManifest, endPath: Option[String],
-      fetched: CheckpointFetch): Int = {
-    val feed = new ChangeFeed(checkpointDir, restore, fetched)
-    val manifest = if (snapshotVersion == 0) {
-      end.copy(snapshot = None, changelogs = feed.lineage(1, end, endPath))
-    } else {
-      val lineage = feed.lineage(snapshotVersion, end, endPath)
-      // The snapshot taken from the lineage's own version file of `snapshotVersion`.
-      val taken = lineage.head.path
-      val present = checkpointDir.listSnapshots().filter(_._2 == snapshotVersion).map(_._1)
-      // Without a checkpoint id the lineage names the attempt that landed; a snapshot whose
-      // state id is of an older format (a format 2 changelog) is then the one of its version.
-      val snapshot = present.find(p =>
-        checkpointDir.readSnapshotManifest(p, fetched.neededBy).stateId == taken)
-        .orElse(present.headOption.filter(_ => endPath.isEmpty && present.size == 1))
-        .getOrElse {
-          val others = checkpointDir.listSnapshots().map(_._2).distinct
-          throw new IllegalStateException(s"rockstate: $storeId has no snapshot of version " +
-            s"$snapshotVersion on the lineage of version ${end.version} (snapshots exist of " +
-            s"versions ${if (others.isEmpty) "none" else others.mkString(", ")}); pick one " +
-            "of those.")
-        }
-      end.copy(snapshot = Some(SnapshotRef(snapshotVersion, snapshot)),
-        changelogs = lineage.tail)
-    }
-    openFresh(Some(manifest), fetched)
   }
 
   private def canCatchUp(m: VersionManifest): Boolean =
@@ -392,7 +307,8 @@ final class VersionedRocksDB(
     val fetched = newFetch(s"version $version from the snapshot of $snapshotVersion")
     val endPath = id.map(VersionFile.pathOf(version, _))
     val replayed = try {
-      rebuild(snapshotVersion, restore.readVersion(version, endPath, fetched), endPath, fetched)
+      val end = restore.readVersion(version, endPath, fetched)
+      openFresh(Some(repair.rebuilt(snapshotVersion, end, endPath, fetched)), fetched)
     } catch {
       case e: UnreadableSnapshot => throw e.getCause // asked for this very snapshot
     }
@@ -435,7 +351,8 @@ final class VersionedRocksDB(
    * A commit that began more than half the orphan grace after its load (a paused task, a
    * zombie) first checks that no later version exists and that its lineage is still all
    * there; one that took more than half the grace itself checks both again after publishing,
-   * and withdraws its version file if cleanup or a later version overtook it meanwhile.
+   * and withdraws its version file if cleanup or a later version overtook it meanwhile
+   * (`LateCommitChecks`).
    */
   def commit(version: Long, forceSnapshot: Boolean,
       listener: SnapshotListener = SnapshotListener.Silent): VersionManifest = {
@@ -471,15 +388,14 @@ final class VersionedRocksDB(
       } else if (families != familiesAtLoad) {
         snapshotOnCommitPath(version, path, listener)
       } else 0L
-      if (late) {
-        checkNotStale(version)
-        checkLineage(version)
-      }
+      if (late) lateChecks.beforePublish(version, lineageBefore(version))
       val header = manifestOf(version, log, Elapsed.sinceMs(start))
       VersionFile.write(header, log.file, versionFile)
       val (size, crc) = checkpointDir.publishVersion(versionFile, path)
       local.adopt(versionFile, path, crc)
-      if (conf.outlivedGrace(Elapsed.sinceMs(start))) withdrawIfOvertaken(version, path)
+      if (conf.outlivedGrace(Elapsed.sinceMs(start))) {
+        lateChecks.afterPublish(version, path, lineageBefore(version))
+      }
       // After a snapshot of this very version its changes are in the snapshot already.
       if (base.forall(_.version < version)) {
         chain :+= ChangelogRef(version, path, size, crc, log.records)
@@ -515,23 +431,6 @@ final class VersionedRocksDB(
     manifest
   }
 
-  /**
-   * The commit took more than half the grace (a pause): cleanup may have dropped a file of its
-   * lineage between its checks and its publish, or the batch may have run elsewhere and moved
-   * on. Then the just-published version file is withdrawn (it could never load, or would
-   * displace the attempt later versions built on) and the commit fails.
-   */
-  private def withdrawIfOvertaken(version: Long, path: String): Unit = {
-    try {
-      checkLineage(version)
-      checkNotStale(version)
-    } catch {
-      case e: java.io.IOException =>
-        checkpointDir.delete(path)
-        throw e
-    }
-  }
-
   /** The version file's header: its lineage up to, not including, its own changes. */
   private def manifestOf(version: Long, log: Changelog.Writer, commitMs: Long) = VersionManifest(
     formatVersion = VersionManifest.FormatVersion,
@@ -547,29 +446,9 @@ final class VersionedRocksDB(
     writer = VersionManifest.Writer,
     rowChecksums = checksums)
 
-  /**
-   * A later version means this attempt is stale (a zombie, or a task whose executor was given
-   * up on): it must not go on as if its commit were the one Spark built on.
-   */
-  private def checkNotStale(version: Long): Unit = {
-    if (checkpointDir.findVersion(version + 1).isDefined) {
-      throw new java.io.IOException(s"rockstate: version ${version + 1} of $storeId exists " +
-        s"already, so this attempt of version $version is stale (a paused task or a zombie " +
-        "whose batch ran elsewhere); its commit fails.")
-    }
-  }
-
-  /** A file of the lineage gone means cleanup moved past a paused attempt: never publish it. */
-  private def checkLineage(version: Long): Unit = {
-    // Everything but this commit's own changes (none after a snapshot on the commit path).
-    val earlier = chain.filter(_.version < version)
-    val missing = (base.map(_.path).toSeq ++ earlier.map(_.path)).filterNot(checkpointDir.exists)
-    if (missing.nonEmpty) {
-      throw new CorruptCheckpointException(s"rockstate: this attempt of version $version of " +
-        s"$storeId started long ago and its lineage lost ${missing.mkString(", ")} to cleanup " +
-        "meanwhile; it is not published (the batch is retried from the current state).")
-    }
-  }
+  /** The paths of the loaded lineage before `version`'s own changes (`LateCommitChecks`). */
+  private def lineageBefore(version: Long): Seq[String] =
+    base.map(_.path).toSeq ++ chain.filter(_.version < version).map(_.path)
 
   /**
    * Moves the lineage onto the newest confirmed snapshot that is a point of it, still in the
@@ -610,62 +489,21 @@ final class VersionedRocksDB(
   private def snapshotOnCommitPath(version: Long, versionPath: String,
       listener: SnapshotListener): Long = {
     val start = System.nanoTime()
-    val checkpoint = local.newWorkPath(s"checkpoint-$version")
-    try {
-      rocksDB.checkpointTo(checkpoint)
-      val (m, path) = SnapshotJob(snapshotManifestOf(version, 0L, versionPath), checkpoint,
-        checkpointDir,
-        local, confirmedFiles, conf, start).run(background = false)
-      confirmedFiles.confirm(m.files.filter(_.kind == "sst"), path)
-      base = Some(SnapshotRef(version, path))
-      baseStateId = m.stateId
-      chain = Vector.empty
-      snapshots.confirmedOnCommitPath(SnapshotRef(version, path), m.stateId)
-      listener.completed(m, path)
-    } finally FileUtils.deleteQuietly(checkpoint)
+    val (m, path) = syncSnapshots.onCommitPath(rocksDB, snapshotManifestOf(version, 0L,
+      versionPath), confirmedFiles, listener, start)
+    base = Some(SnapshotRef(version, path))
+    baseStateId = m.stateId
+    chain = Vector.empty
     math.max(1L, Elapsed.sinceMs(start))
   }
 
-  /**
-   * Begins the snapshot of the version just committed. Its synchronous part (flush and a
-   * hard-link checkpoint) runs on `LocalCheckpointPool`, off the commit path: the version is
-   * durable already (its version file), and the database does not change until the part ends,
-   * since every load, write, rollback and close of this store waits for it. It then hands the
-   * upload to `AsyncSnapshots` as an immutable job. Skipped while this store's previous
-   * snapshot is still uploading (the next commit tries again). Returns whether it began; a
-   * failed local checkpoint loses nothing, and the next due commit takes the snapshot.
-   */
+  /** Begins the snapshot of the version just committed (`SyncSnapshots.begin`). */
   private def startSnapshot(version: Long, listener: SnapshotListener): Boolean =
-    snapshots.begin(version, listener).exists { upload =>
-      // Everything the part reads is fixed here, on the task.
-      val source = rocksDB
-      val manifest = snapshotManifestOf(version, 0L, stateId)
-      val files = confirmedFiles
-      val checkpoint = local.newWorkPath(s"checkpoint-$version")
-      localCheckpoint = Some(LocalCheckpointPool.submit { () =>
-        try {
-          val taken = System.nanoTime()
-          source.checkpointTo(checkpoint)
-          val synced = manifest.copy(stats = manifest.stats.copy(syncMs = Elapsed.sinceMs(taken)))
-          snapshots.upload(upload, SnapshotJob(synced, checkpoint, checkpointDir, local, files,
-            conf, upload.startedNanos))
-        } catch {
-          case NonFatal(e) =>
-            FileUtils.deleteQuietly(checkpoint)
-            snapshots.localCheckpointFailed(upload, e)
-        }
-      })
-      true
-    }
+    syncSnapshots.begin(rocksDB, snapshotManifestOf(version, 0L, stateId), confirmedFiles,
+      listener)
 
-  /**
-   * Waits for the synchronous part of the snapshot the last commit began, if it still runs;
-   * uninterruptibly, so that no change reaches the database while it reads it.
-   */
-  private def awaitLocalCheckpoint(): Unit = localCheckpoint.foreach { part =>
-    part.join()
-    localCheckpoint = None
-  }
+  /** Waits for the synchronous part of the snapshot the last commit began, if it still runs. */
+  private def awaitLocalCheckpoint(): Unit = syncSnapshots.await()
 
   /** Waits until no snapshot upload of this store is under way; false on timeout. */
   def awaitUploads(timeoutMs: Long): Boolean = snapshots.await(timeoutMs)
@@ -719,9 +557,4 @@ final class VersionedRocksDB(
 object VersionedRocksDB {
   private val EmptyState = SnapshotRestore.EmptyState
   private val DefaultFamilies: Map[String, Int] = Map("default" -> 0)
-
-  /** A snapshot that could not be restored: a file missing or damaged, named by the cause. */
-  private final class UnreadableSnapshot(val ref: SnapshotRef, cause: Throwable)
-    extends java.io.IOException(s"the snapshot ${ref.path} of version ${ref.version} cannot " +
-      s"be restored: ${cause.getMessage}", cause)
 }
