@@ -1,4 +1,5 @@
-// Builds the same rockstate-shim.jar as `python -m rockstate.build` and runs the JVM tests.
+// Builds the same rockstate-shim.jar as `python -m rockstate.session.build` and runs the JVM
+// tests.
 //
 // Spark 4.3 is not taken from a Maven repository: the shim compiles against the jars of the
 // installed pyspark wheel (the very jars it runs with), found through `python3 -c "import
@@ -25,7 +26,7 @@ lazy val sparkJars: Seq[File] = {
 }
 
 // The Spark line of those jars picks the line's adapter folder, jvm-shim/src/spark-<line>/scala
-// (the table of lines is python/rockstate/spark_lines.py).
+// (the table of lines is python/rockstate/session/spark_lines.py).
 lazy val sparkVersion: String = sparkJarsDir.listFiles().map(_.getName)
   .collectFirst { case n if n.startsWith("spark-sql_2.13-") && n.endsWith(".jar") =>
     n.stripPrefix("spark-sql_2.13-").stripSuffix(".jar") }
@@ -47,12 +48,13 @@ lazy val shim = (project in file("jvm-shim"))
     name := "rockstate-shim",
     Compile / unmanagedJars ++= sparkJars.map(Attributed.blank),
     // The line's own folder and every shared spark-<from>+ folder at or below it (the rule
-    // python/rockstate/spark_lines.py's adapter_folders applies for pip's build).
+    // python/rockstate/session/spark_lines.py's adapter_folders applies for pip's build).
     Compile / unmanagedSourceDirectories ++= {
       val src = baseDirectory.value / "src"
       val own = src / s"spark-$sparkLine" / "scala"
       if (!own.isDirectory) sys.error(s"rockstate: Spark $sparkLine ($sparkVersion) has no " +
-        s"adapter folder $own; supported lines are in python/rockstate/spark_lines.py")
+        s"adapter folder $own; supported lines are in " +
+        "python/rockstate/session/spark_lines.py")
       def numbers(line: String): (Int, Int) = {
         val Array(major, minor) = line.split('.').map(_.toInt)
         (major, minor)

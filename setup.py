@@ -1,4 +1,4 @@
-"""Builds the JVM shim jar as part of building the Python package (see rockstate/build.py)."""
+"""Builds the JVM shim jar as part of building the Python package (rockstate/session/build.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ HERE = Path(__file__).resolve().parent
 
 def _load_build_module():
     spec = importlib.util.spec_from_file_location(
-        "rockstate_build", HERE / "python" / "rockstate" / "build.py"
+        "rockstate_build", HERE / "python" / "rockstate" / "session" / "build.py"
     )
     module = importlib.util.module_from_spec(spec)
     sys.modules["rockstate_build"] = module

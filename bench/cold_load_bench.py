@@ -109,7 +109,7 @@ def _remove(copy: str) -> None:
 
 def _location(checkpoint: str):
     """rockstate's view of a checkpoint (to read its schemas and its newest version)."""
-    from rockstate.location import open_location
+    from rockstate.checkpoint.location import open_location
 
     if checkpoint.startswith("s3a://"):
         return open_location("s3://" + s3_key(checkpoint), s3_storage_options())
@@ -186,7 +186,7 @@ def store_load(name: str, work: Path, run: int) -> dict:
     """Child: a new application opens partition 0's newest version through the provider's own
     API, with no query and no local files: the load alone, timed around ``getStore``. Then it
     scans every key (a full read, the first use of the loaded state)."""
-    from rockstate.state_schema import v2_schemas
+    from rockstate.checkpoint.state_schema import v2_schemas
 
     copy = _checkpoint(work, f"store-{run}")
     _copy(_checkpoint(work), copy)

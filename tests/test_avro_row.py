@@ -1,4 +1,4 @@
-"""rockstate.avro_row: Spark's Avro state rows, byte by byte (the layout of Spark's
+"""rockstate.encoding.avro_row: Spark's Avro state rows, byte by byte (the layout of Spark's
 AvroStateEncoder; test_read_state compares whole checkpoints with Spark's own reader)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import struct
 
 import pytest
 
-from rockstate import avro_row
+from rockstate.encoding import avro_row
 from rockstate.errors import CorruptCheckpointError
 
 LONG = {"type": "struct", "fields": [{"name": "n", "type": "long", "nullable": True}]}

@@ -1,8 +1,8 @@
-"""The changelog overlay (rockstate.changelog_overlay) against the plain replay it stands for:
-every op applied in order to a dict of the snapshot's entries. Applied to the snapshot's sorted
-keys and values in Arrow (what read_state does) and streamed past the snapshot's keys (what export
-does), it must give the same entries for any sequence of puts, deletes, merges and range
-deletes."""
+"""The changelog overlay (rockstate.encoding.changelog_overlay) against the plain replay it stands
+for: every op applied in order to a dict of the snapshot's entries. Applied to the snapshot's
+sorted keys and values in Arrow (what read_state does) and streamed past the snapshot's keys
+(what export does), it must give the same entries for any sequence of puts, deletes, merges and
+range deletes."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rockstate.changelog_overlay import ChangelogOverlay
+from rockstate.encoding.changelog_overlay import ChangelogOverlay
 
 KEYS = st.sampled_from([b"a", b"b", b"c", b"d", b"e", b"f"])
 VALUES = st.sampled_from([b"1", b"2", b"3"])

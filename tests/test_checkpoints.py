@@ -104,7 +104,7 @@ def test_two_operators_four_partitions_complete_checkpoints_of_eight_stores(
 
     # rockstate's SQL functions (how a Spark Connect client asks) answer as the plugin does,
     # on the driver; with a column they run on the executors, which have no coordinator.
-    from rockstate.coordinator_channel import SqlFunctionChannel, channel
+    from rockstate.live.coordinator_channel import SqlFunctionChannel, channel
 
     sql, py4j = SqlFunctionChannel(spark), channel(spark)
     assert json.loads(sql.checkpoints_json(view.run_id)) == \

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from rockstate.checkpoint.format import FORMAT_VERSION
+from rockstate.checkpoint.location import CheckpointLocation
+from rockstate.encoding.row_checksum import seal
+from rockstate.encoding.unsaferow import decode_rows
 from rockstate.errors import CorruptCheckpointError, RockstateError
-from rockstate.format import FORMAT_VERSION
-from rockstate.location import CheckpointLocation
-from rockstate.read import store_entries
-from rockstate.row_checksum import seal
-from rockstate.unsaferow import decode_rows
-from rockstate.verify import verify
+from rockstate.tools.read import store_entries
+from rockstate.tools.verify import verify
 
 FIXTURES = Path(__file__).parent / "fixtures" / "checkpoint-format"
 FORMATS = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
@@ -80,7 +80,7 @@ def test_verify_checks_every_snapshot_row_of_a_store_with_row_checksums(
     rows over (one value's last byte flipped)."""
     from contextlib import contextmanager
 
-    from rockstate import spark_rocksdb
+    from rockstate.checkpoint import spark_rocksdb
 
     loc = checkpoint_of("v4", tmp_path)
     real = spark_rocksdb.read_only_items
@@ -154,7 +154,7 @@ def test_transform_with_state_fixture_reads_as_spark_read_it(fixture: str,
     list and map state, in the UnsafeRow and, `-avro`, the Avro encoding) reads, one state
     variable at a time, to the rows Spark's `statestore` source read from it when it was
     written."""
-    from rockstate.read import export, read_state
+    from rockstate.tools.read import export, read_state
 
     expected = json.loads((TWS_FIXTURES / fixture / "expected.json").read_text())
     ckpt = str(TWS_FIXTURES / fixture / "checkpoint")

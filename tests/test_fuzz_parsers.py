@@ -25,11 +25,8 @@ import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rockstate import spark_rocksdb, tws
-from rockstate.checkpoint_model import parse_checkpoint_metadata
-from rockstate.checkpoint_path import local_within, relative_path
-from rockstate.errors import RockstateError
-from rockstate.format import (
+from rockstate.checkpoint import spark_rocksdb, tws
+from rockstate.checkpoint.format import (
     changelog_records,
     changes_of,
     parse_snapshot_manifest,
@@ -37,10 +34,13 @@ from rockstate.format import (
     parse_version_manifest,
     unpack_meta,
 )
-from rockstate.offsets import entry_confs, entry_lines
-from rockstate.savepoint import read_savepoint
-from rockstate.state_schema import FamilySchema, parse_family_schemas
-from rockstate.unsaferow import decode_rows
+from rockstate.checkpoint.model import parse_checkpoint_metadata
+from rockstate.checkpoint.offsets import entry_confs, entry_lines
+from rockstate.checkpoint.paths import local_within, relative_path
+from rockstate.checkpoint.state_schema import FamilySchema, parse_family_schemas
+from rockstate.encoding.unsaferow import decode_rows
+from rockstate.errors import RockstateError
+from rockstate.tools.savepoint import read_savepoint
 from support.time_bound import within_seconds
 
 EXAMPLES = int(os.environ.get("ROCKSTATE_FUZZ_EXAMPLES", "150"))
@@ -175,8 +175,8 @@ def test_snapshot_manifests(data: bytes):
 @fuzz
 @given(mutated_json(json.loads(SNAPSHOT.read_bytes())))
 def test_staging_a_snapshot_writes_only_inside_its_folder(data: bytes):
-    from rockstate.location import CheckpointLocation
-    from rockstate.read import stage_snapshot
+    from rockstate.checkpoint.location import CheckpointLocation
+    from rockstate.tools.read import stage_snapshot
 
     loc = CheckpointLocation(str(CHECKPOINT))
     (store,) = loc.stores()
@@ -290,7 +290,7 @@ def test_savepoint_listings(data: bytes):
 def test_operator_metadata(data: bytes):
     import fsspec
 
-    from rockstate.location import CheckpointLocation
+    from rockstate.checkpoint.location import CheckpointLocation
 
     fs = fsspec.filesystem("memory")
     root = "/fuzz-operator"

@@ -17,7 +17,7 @@ import pytest
 from pyspark.sql import functions as F
 
 import rockstate
-from rockstate.location import CheckpointLocation
+from rockstate.checkpoint.location import CheckpointLocation
 from support.cli import run_cli
 from support.streams import run_stream
 

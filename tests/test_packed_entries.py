@@ -1,4 +1,4 @@
-"""A store's entries packed into Arrow (rockstate.packed_entries) against the plain Python
+"""A store's entries packed into Arrow (rockstate.encoding.packed_entries) against the plain Python
 lists they stand for: packing across batch boundaries, a column family's entries with its
 prefix stripped (from sliced arrays too), and the keys seen one at a time for bisection."""
 
@@ -10,8 +10,8 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rockstate import packed_entries
-from rockstate.packed_entries import BINARY, SortedKeys, pack, with_prefix
+from rockstate.encoding import packed_entries
+from rockstate.encoding.packed_entries import BINARY, SortedKeys, pack, with_prefix
 
 
 def test_packing_keeps_every_entry_in_order_across_batches(monkeypatch):

@@ -20,8 +20,8 @@ import pytest
 from pyspark.sql import functions as F
 
 import rockstate
-import rockstate.read
-from rockstate import spark_lines
+import rockstate.tools.read
+from rockstate.session import spark_lines
 from support.cli import run_cli
 from support.streams import SPARK_ROCKSDB, run_stream
 
@@ -198,7 +198,7 @@ def test_partitions_and_versions_select(checkpoints):
         rockstate.read_state(str(checkpoints["dedup"]), version=99)
 
 
-_PLAN_READ = rockstate.read.plan_read
+_PLAN_READ = rockstate.tools.read.plan_read
 
 
 def _plan_read_noting_the_process(*args, **kwargs):
@@ -213,7 +213,7 @@ def test_worker_processes_read_what_one_process_reads(checkpoints, name: str, tm
                                                       monkeypatch):
     pids = tmp_path / "pids"
     monkeypatch.setenv("ROCKSTATE_TEST_PIDS", str(pids))
-    monkeypatch.setattr(rockstate.read, "plan_read", _plan_read_noting_the_process)
+    monkeypatch.setattr(rockstate.tools.read, "plan_read", _plan_read_noting_the_process)
     serial_labels: list[str] = []
     serial = rockstate.read_state(str(checkpoints[name]), workers=1,
                                   progress=serial_labels.append)
@@ -239,7 +239,7 @@ def _plan_read_killed_in_a_worker(*args, **kwargs):
 
 def test_a_worker_killed_mid_read_is_a_clear_error(checkpoints, monkeypatch):
     monkeypatch.setenv("ROCKSTATE_TEST_PARENT", str(os.getpid()))
-    monkeypatch.setattr(rockstate.read, "plan_read", _plan_read_killed_in_a_worker)
+    monkeypatch.setattr(rockstate.tools.read, "plan_read", _plan_read_killed_in_a_worker)
     with pytest.raises(rockstate.RockstateError, match="worker process reading the state died"):
         rockstate.read_state(str(checkpoints["dedup"]), workers=2)
     assert rockstate.read_state(str(checkpoints["dedup"]), workers=1).num_rows > 0
@@ -298,7 +298,8 @@ def test_a_damaged_snapshot_file_is_an_error_not_empty_state(checkpoints, tmp_pa
 @pytest.mark.parametrize("name", ["agg", "agg-checksums", "spark-agg", "spark-agg-changelog"])
 def test_export_writes_one_dataset_per_operator_partitioned_by_partition(
         checkpoints, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str):
-    from rockstate import read, spark_rocksdb
+    from rockstate.checkpoint import spark_rocksdb
+    from rockstate.tools import read
 
     # Streamed, rockstate's stores and Spark's provider's alike: no partition is read whole,
     # and no chunk holds more rows than the chunk size (3 here, so every partition takes
@@ -447,7 +448,7 @@ def _list_and_map_query(s):
 
 
 # Spark 4.2+ runs transformWithState only on its own RocksDB provider; 4.0 and 4.1 run it on
-# rockstate too (rockstate.spark_lines). The reader reads both, one column family (state
+# rockstate too (rockstate.session.spark_lines). The reader reads both, one column family (state
 # variable) at a time.
 TWS_PROVIDERS = [SPARK_ROCKSDB] + (
     [rockstate.PROVIDER_CLASS] if spark_lines.find(pyspark.__version__).transform_with_state
@@ -572,7 +573,7 @@ def test_avro_state_of_every_type_and_an_evolved_schema_reads_like_spark(
 
 
 @pytest.mark.skipif(len(TWS_PROVIDERS) < 2, reason="Spark 4.2+ runs transformWithState only "
-                    "on its own provider (rockstate.spark_lines); the 4.0 leg runs this")
+                    "on its own provider (rockstate.session.spark_lines); the 4.0 leg runs this")
 def test_transform_with_state_change_feed_matches_spark_rocksdb(spark, workdir: Path):
     # The same query on the same input: Spark's change feed of each state variable is the same
     # on rockstate and on Spark's RocksDB provider (changelog checkpointing, which has one).

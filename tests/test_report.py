@@ -17,8 +17,8 @@ import pytest
 from pyspark.sql import functions as F
 
 import rockstate
-from rockstate.report import chart_names
-from rockstate.report_data import collect
+from rockstate.tools.report import chart_names
+from rockstate.tools.report_data import collect
 from support.browser import distinct_colours, render
 from support.cli import run_cli
 from support.polling import wait_for

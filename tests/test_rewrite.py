@@ -21,11 +21,11 @@ import pytest
 from pyspark.sql import functions as F
 
 import rockstate
-from rockstate import spark_rocksdb, tws
-from rockstate.location import CheckpointLocation
-from rockstate.read import read_state, store_entries
-from rockstate.rewrite import SPARK_ROCKSDB, migrate, rescale
-from rockstate.spark_lines import find
+from rockstate.checkpoint import spark_rocksdb, tws
+from rockstate.checkpoint.location import CheckpointLocation
+from rockstate.session.spark_lines import find
+from rockstate.tools.read import read_state, store_entries
+from rockstate.tools.rewrite import SPARK_ROCKSDB, migrate, rescale
 from support.cli import run_cli
 from support.queries import SCHEMA, events, join, pandas_count_until_timeout, sided
 from support.streams import (
@@ -222,8 +222,8 @@ def _refused(spark, checkpoint: Path, match: str, change: Callable | None = None
 def test_the_old_providers_files_are_moved_aside(tmp_path: Path):
     """After a migration, what the other provider wrote in partition and store folders is
     moved to state/<op>/_retired/<batch>-<partition>-<kind>/; the rest stays."""
-    from rockstate.rewrite import retire_files_of_other_providers
-    from rockstate.writable_location import WritableLocation
+    from rockstate.checkpoint.writable_location import WritableLocation
+    from rockstate.tools.rewrite import retire_files_of_other_providers
 
     (tmp_path / "offsets").mkdir()
     spark_files = ["1.zip", ".1.zip.crc", "2.changelog", "3.delta", "4.snapshot", "SSTs/a.sst",

@@ -13,8 +13,8 @@ import struct
 import pyarrow as pa
 import pytest
 
+from rockstate.encoding.row_checksum import crc32c, open_lists, open_values, seal
 from rockstate.errors import CorruptCheckpointError
-from rockstate.row_checksum import crc32c, open_lists, open_values, seal
 
 
 def test_crc32c_is_castagnoli_and_continues():
@@ -79,8 +79,8 @@ def test_spark_merge_operator_2_lists_read_whatever_their_bytes():
     """Spark's merge operator version 2 (4.2+): a write's list elements are adjacent, merges
     join writes with ``,``. A ``,`` that starts an element's length (an element of 44 bytes)
     or a checksum is not taken for a delimiter, with checksums or without."""
-    from rockstate.state_schema import FamilySchema
-    from rockstate.tws import decode_variable
+    from rockstate.checkpoint.state_schema import FamilySchema
+    from rockstate.checkpoint.tws import decode_variable
 
     long_schema = {"type": "struct", "fields": [
         {"name": "v", "type": "long", "nullable": False, "metadata": {}}]}

@@ -18,8 +18,8 @@ from pyspark.sql import functions as F
 
 import rockstate
 from rockstate import cli
-from rockstate.location import CheckpointLocation
-from rockstate.report_data import ROCKSTATE, collect
+from rockstate.checkpoint.location import CheckpointLocation
+from rockstate.tools.report_data import ROCKSTATE, collect
 from support.queries import total_by_key
 from support.savepoints import Relocation, digest, settled
 from support.streams import assert_same_as_oracle, state_rows

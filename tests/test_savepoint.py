@@ -17,7 +17,7 @@ import pytest
 from pyspark.sql import functions as F
 
 import rockstate
-from rockstate.savepoint import SAVEPOINT_FILE, SAVEPOINT_FORMAT, check_savepoint
+from rockstate.tools.savepoint import SAVEPOINT_FILE, SAVEPOINT_FORMAT, check_savepoint
 from support.queries import BATCHES, SCHEMA, join, sided, total_by_key
 from support.savepoints import Relocation, digest
 from support.streams import assert_same_as_oracle

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import rockstate
-from rockstate import build, jar, spark_lines
+from rockstate.session import build, jar, spark_lines
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -185,7 +185,7 @@ def test_rockstate_jar_for_another_line_is_refused(monkeypatch: pytest.MonkeyPat
 def test_missing_jar_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     monkeypatch.setattr(jar, "PACKAGE_DIR", tmp_path)
     monkeypatch.setattr(jar, "JARS_DIR", tmp_path)
-    with pytest.raises(rockstate.RockstateSetupError, match=r"python -m rockstate\.build"):
+    with pytest.raises(rockstate.RockstateSetupError, match=r"python -m rockstate\.session\.build"):
         jar.jar_path()
 
 
@@ -302,9 +302,14 @@ def test_jvm_packages_have_no_import_cycles():
 
 def _python_imports(tree: ast.Module, modules: set[str]) -> set[str]:
     """The package modules a module imports when it runs: at its top and inside functions, but
-    not under ``if TYPE_CHECKING:`` (annotations only). ``from rockstate import X`` of a name
-    that is no module means the package's ``__init__``."""
+    not under ``if TYPE_CHECKING:`` (annotations only). Modules are named by their dotted path
+    in the package (``checkpoint.location``); ``from rockstate.checkpoint import X`` of a name
+    that is no module means that subpackage's ``__init__`` (``checkpoint``), and of the package
+    itself (``from rockstate import X``) the package's ``__init__``."""
     found: set[str] = set()
+
+    def module_of(dotted: str) -> str:
+        return dotted if dotted else "__init__"
 
     def walk(node: ast.AST) -> None:
         if isinstance(node, ast.If) and isinstance(node.test, ast.Name) \
@@ -314,15 +319,16 @@ def _python_imports(tree: ast.Module, modules: set[str]) -> set[str]:
             return
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             parts = node.module.split(".")
-            if parts[0] == "rockstate" and len(parts) > 1:
-                found.add(parts[1])
-            elif node.module == "rockstate":
-                found.update(a.name if a.name in modules else "__init__" for a in node.names)
+            if parts[0] == "rockstate":
+                within = ".".join(parts[1:])
+                for a in node.names:
+                    name = f"{within}.{a.name}" if within else a.name
+                    found.add(name if name in modules else module_of(within))
         elif isinstance(node, ast.Import):
             for a in node.names:
                 parts = a.name.split(".")
                 if parts[0] == "rockstate":
-                    found.add(parts[1] if len(parts) > 1 else "__init__")
+                    found.add(module_of(".".join(parts[1:])))
         for child in ast.iter_child_nodes(node):
             walk(child)
 
@@ -330,17 +336,52 @@ def _python_imports(tree: ast.Module, modules: set[str]) -> set[str]:
     return found
 
 
+def _python_modules() -> dict[str, Path]:
+    """Every module of the package by its dotted path in it; a subpackage's ``__init__`` by the
+    subpackage's name, the package's own as ``__init__``."""
+    package = REPO / "python" / "rockstate"
+    found = {}
+    for f in package.rglob("*.py"):
+        parts = f.relative_to(package).with_suffix("").parts
+        if parts[-1] == "__init__" and len(parts) > 1:
+            parts = parts[:-1]
+        found[".".join(parts)] = f
+    return found
+
+
+# The package's layers, each importing only those before it: errors; the encodings of rows and
+# entries; a checkpoint's files; session set-up (which reads no checkpoint); the live view;
+# the offline tools; at the top the package's names, the CLI and the demo.
+PYTHON_LAYERS = ("errors", "encoding", "checkpoint", "session", "live", "tools")
+
+
 def test_python_modules_have_no_import_cycles():
     """The Python twin of the JVM's test: no module imports, however late, one that imports
-    it back, so each module can be read (and loaded) after the ones it builds on."""
-    package = REPO / "python" / "rockstate"
-    files = {p.stem: p for p in package.glob("*.py")}
+    it back, so each module can be read (and loaded) after the ones it builds on; and no
+    subpackage imports one of a later layer, so the subpackages have no cycle either."""
+    files = _python_modules()
     graph = {name: _python_imports(ast.parse(f.read_text()), set(files)) - {name}
              for name, f in files.items()}
     order = _dependency_order(graph)
-    # The layers: errors and paths, then formats, the checkpoint model, the location, the live
-    # view; the model and the formats never reach Spark's session set-up.
-    assert order.index("errors") < order.index("format") < order.index("checkpoint_model") < \
-        order.index("location") < order.index("live_view") < order.index("notebook")
-    assert not graph["checkpoint_model"] & {"location", "live_view", "session", "notebook"}
+    # Within the checkpoint layer: paths, the format, the checkpoint model, the location.
+    assert order.index("errors") < order.index("checkpoint.format") < \
+        order.index("checkpoint.model") < order.index("checkpoint.location") < \
+        order.index("live.view") < order.index("live.notebook")
+    top = {m.split(".")[0] for m in files} - set(PYTHON_LAYERS) - {"__init__", "__main__"}
+    assert top == {"cli", "demo"}, f"modules outside the layers: {sorted(top)}"
+    layer = {m: m.split(".")[0] for m in files}
+    for module, deps in graph.items():
+        mine = layer[module]
+        if mine not in PYTHON_LAYERS:
+            continue
+        for dep in deps:
+            theirs = layer[dep]
+            assert theirs in PYTHON_LAYERS and \
+                PYTHON_LAYERS.index(theirs) <= PYTHON_LAYERS.index(mine), \
+                f"{module} (layer {mine}) imports {dep} (layer {theirs}): a layer imports only " \
+                f"those before it, {' < '.join(PYTHON_LAYERS)}"
+    # The session set-up reads no checkpoint, and the checkpoint's files reach no Spark session.
+    reaching = sorted(f"{m} -> {d}" for m, ds in graph.items() if layer[m] == "session"
+                      for d in ds if layer[d] == "checkpoint")
+    assert not reaching, f"the session set-up reads a checkpoint: {reaching}"
     assert "__init__" not in {n for m, deps in graph.items() if m != "demo" for n in deps}

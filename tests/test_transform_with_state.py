@@ -1,6 +1,7 @@
-"""transformWithState on rockstate, where the Spark line lets a provider other than its own serve
-it (``rockstate.spark_lines``): oracle-equal against Spark's RocksDBStateStoreProvider, across a
-restart. On the lines that refuse it (4.2+, SPARK-54117), Spark's refusal is what is asserted.
+"""transformWithState on rockstate, where the Spark line lets a provider other than its own serve it
+(``rockstate.session.spark_lines``): oracle-equal against Spark's RocksDBStateStoreProvider,
+across a restart. On the lines that refuse it (4.2+, SPARK-54117), Spark's refusal is what is
+asserted.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import pyspark
 import pytest
 
 import rockstate
-from rockstate import spark_lines
+from rockstate.session import spark_lines
 from support.queries import BATCHES, SCHEMA
 from support.streams import SPARK_ROCKSDB, assert_same_as_oracle, run_stream
 from support.tws_queries import tally

@@ -25,14 +25,20 @@ from pathlib import Path
 import pytest
 
 import rockstate
-from rockstate import decompress, spark_rocksdb
-from rockstate.checkpoint_path import relative_path
+from rockstate.checkpoint import spark_rocksdb
+from rockstate.checkpoint.format import (
+    changelog_records,
+    changes_of,
+    parse_version_file,
+    unpack_meta,
+)
+from rockstate.checkpoint.location import CheckpointLocation
+from rockstate.checkpoint.paths import relative_path
 from rockstate.cli import main as cli_main
+from rockstate.encoding import decompress
 from rockstate.errors import CorruptCheckpointError, RockstateError
-from rockstate.format import changelog_records, changes_of, parse_version_file, unpack_meta
-from rockstate.location import CheckpointLocation
-from rockstate.savepoint import SAVEPOINT_FILE, check_savepoint
-from rockstate.staged_target import StagedTarget
+from rockstate.tools.savepoint import SAVEPOINT_FILE, check_savepoint
+from rockstate.tools.staged_target import StagedTarget
 from support.cli import run_cli
 from support.time_bound import within_seconds
 
@@ -120,7 +126,7 @@ _BOUNDED_CHILD = """
 import os, resource, sys
 resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
 import pyarrow as pa
-from rockstate import decompress
+from rockstate.encoding import decompress
 for raw in (os.urandom(1 << 20), bytes(40 << 20)):
     data = pa.Codec("zstd").compress(raw, asbytes=True)
     assert decompress.limit_for(len(data)) >= 64 << 20
@@ -384,7 +390,7 @@ def test_two_restores_into_one_target_never_merge(tmp_path: Path, monkeypatch):
 
 CHILD = """
 import sys, time
-from rockstate.staged_target import StagedTarget
+from rockstate.tools.staged_target import StagedTarget
 write = StagedTarget.write
 def slow(self, relative, data):
     write(self, relative, data)

@@ -1,10 +1,10 @@
 """setuptools' build backend, plus one decision: which pyspark the build needs.
 
 rockstate's jar is compiled against the pyspark of the environment being installed into (see
-python/rockstate/build.py). Only when that environment has no pyspark yet does the build
-environment need one of its own, for its Scala compiler and jars: the newest supported line's,
-which is also what pip will then install beside rockstate. An environment with Spark Connect's
-client (pyspark-client, no jars) gets a client install: no jar, no pyspark (setup.py).
+python/rockstate/session/build.py). Only when that environment has no pyspark yet does the
+build environment need one of its own, for its Scala compiler and jars: the newest supported
+line's, which is also what pip will then install beside rockstate. An environment with Spark
+Connect's client (pyspark-client, no jars) gets a client install: no jar, no pyspark (setup.py).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from setuptools.build_meta import *  # noqa: F403 (the backend's hooks, as setup
 
 def _build_module():
     # By path: the package is not installed while it is being built (setup.py does the same).
-    path = Path(__file__).resolve().parents[2] / "python" / "rockstate" / "build.py"
+    path = Path(__file__).resolve().parents[2] / "python" / "rockstate" / "session" / "build.py"
     spec = importlib.util.spec_from_file_location("rockstate_build", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules["rockstate_build"] = module

@@ -48,7 +48,7 @@ def pytest_collection_modifyitems(config, items):
 
 if PROVIDER == "rockstate":
     import rockstate
-    from rockstate.session import PLUGIN_CLASS, PROVIDER_CLASS, PROVIDER_KEY
+    from rockstate.session.configure import PLUGIN_CLASS, PROVIDER_CLASS, PROVIDER_KEY
 
     def _append(existing, item):
         parts = [p for p in (existing or "").split(",") if p]

@@ -13,20 +13,26 @@ query's state for a new partition count or another state store provider.
 
 from __future__ import annotations
 
-from rockstate.changes import read_changes
-from rockstate.checkpoint_model import Checkpoint, QueryCheckpoints, StoreAck
+from rockstate.checkpoint.location import CheckpointLocation
+from rockstate.checkpoint.model import Checkpoint, QueryCheckpoints, StoreAck
+from rockstate.checkpoint.offsets import provider_class, recorded_confs
 from rockstate.errors import CorruptCheckpointError, RockstateError, RockstateSetupError
-from rockstate.jar import jar_path
-from rockstate.live_view import CheckpointWatcher, checkpoints, on_checkpoint_complete
-from rockstate.location import CheckpointLocation
-from rockstate.notebook import LiveCheckpoints, show_checkpoints
-from rockstate.offsets import provider_class, recorded_confs
-from rockstate.read import export, read_state
-from rockstate.report import report
-from rockstate.rewrite import RewriteResult, migrate, rescale
-from rockstate.savepoint import Savepoint, read_savepoint, restore, savepoint, stop_with_savepoint
-from rockstate.session import PLUGIN_CLASS, PROVIDER_CLASS, configure, spark_defaults
-from rockstate.verify import verify
+from rockstate.live.notebook import LiveCheckpoints, show_checkpoints
+from rockstate.live.view import CheckpointWatcher, checkpoints, on_checkpoint_complete
+from rockstate.session.configure import PLUGIN_CLASS, PROVIDER_CLASS, configure, spark_defaults
+from rockstate.session.jar import jar_path
+from rockstate.tools.changes import read_changes
+from rockstate.tools.read import export, read_state
+from rockstate.tools.report import report
+from rockstate.tools.rewrite import RewriteResult, migrate, rescale
+from rockstate.tools.savepoint import (
+    Savepoint,
+    read_savepoint,
+    restore,
+    savepoint,
+    stop_with_savepoint,
+)
+from rockstate.tools.verify import verify
 
 __version__ = "0.1.0"
 

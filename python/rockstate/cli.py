@@ -12,10 +12,10 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from rockstate.errors import RockstateError
-from rockstate.progress import StoreProgress
+from rockstate.tools.progress import StoreProgress
 
 if TYPE_CHECKING:
-    from rockstate.location import CheckpointLocation
+    from rockstate.checkpoint.location import CheckpointLocation
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -181,7 +181,7 @@ def _options(pairs: list[str]) -> dict[str, Any]:
 
 
 def _build_command(args: argparse.Namespace, rest: list[str]) -> int:
-    from rockstate.build import main as build_main
+    from rockstate.session.build import main as build_main
 
     return build_main(rest)
 
@@ -193,15 +193,15 @@ def _demo_command(args: argparse.Namespace, rest: list[str]) -> int:
 
 
 def _spark_defaults_command(args: argparse.Namespace, rest: list[str]) -> int:
-    from rockstate.session import spark_defaults
+    from rockstate.session.configure import spark_defaults
 
     print(spark_defaults())
     return 0
 
 
 def _connect_server_command(args: argparse.Namespace, rest: list[str]) -> int:
-    from rockstate.connect_server import ConnectServer, shell_line, spark_home
-    from rockstate.jar import jar_path
+    from rockstate.session.connect_server import ConnectServer, shell_line, spark_home
+    from rockstate.session.jar import jar_path
 
     server = ConnectServer(master=args.master, port=args.port,
                            conf=_key_values(args.conf, "conf"))
@@ -218,7 +218,7 @@ def _connect_server_command(args: argparse.Namespace, rest: list[str]) -> int:
 
 
 def _location(args: argparse.Namespace) -> CheckpointLocation:
-    from rockstate.location import open_location
+    from rockstate.checkpoint.location import open_location
 
     return open_location(args.location, _options(args.storage_options))
 
@@ -231,8 +231,8 @@ def _fail(command: str, message: str) -> None:
 def _require_state(location: CheckpointLocation) -> None:
     """An offline command given a location with no state it can read says so and fails,
     rather than printing nothing and succeeding."""
-    from rockstate import spark_rocksdb
-    from rockstate.savepoint import is_savepoint
+    from rockstate.checkpoint import spark_rocksdb
+    from rockstate.tools.savepoint import is_savepoint
 
     if location.stores() or is_savepoint(location) or any(
             spark_rocksdb.partitions(location, op, "default") for op in location.operators()):
@@ -241,7 +241,7 @@ def _require_state(location: CheckpointLocation) -> None:
         f"operators {location.operators()}, but no rockstate or Spark RocksDB store"
     provider = ""
     try:
-        from rockstate.offsets import provider_class
+        from rockstate.checkpoint.offsets import provider_class
 
         provider = f"; its offset log names the provider {provider_class(location)}"
     except RockstateError:
@@ -252,7 +252,7 @@ def _require_state(location: CheckpointLocation) -> None:
 
 
 def _savepoint_command(args: argparse.Namespace, rest: list[str]) -> int:
-    from rockstate.savepoint import savepoint
+    from rockstate.tools.savepoint import savepoint
 
     sp = savepoint(args.location, args.target, storage_options=_options(args.storage_options),
                    target_options=_options(args.target_options))
@@ -262,7 +262,7 @@ def _savepoint_command(args: argparse.Namespace, rest: list[str]) -> int:
 
 
 def _restore_command(args: argparse.Namespace, rest: list[str]) -> int:
-    from rockstate.savepoint import restore
+    from rockstate.tools.savepoint import restore
 
     restore(args.savepoint, args.target, new_query_id=not args.keep_query_id,
             storage_options=_options(args.storage_options),
@@ -275,8 +275,8 @@ def _restore_command(args: argparse.Namespace, rest: list[str]) -> int:
 def _rewrite_command(args: argparse.Namespace, rest: list[str]) -> int:
     from pyspark.sql import SparkSession
 
-    from rockstate.rewrite import migrate, rescale
-    from rockstate.session import configure
+    from rockstate.session.configure import configure
+    from rockstate.tools.rewrite import migrate, rescale
 
     spark = configure(SparkSession.builder.master(args.master)
                       .appName(f"rockstate {args.command}")).getOrCreate()
@@ -295,7 +295,7 @@ def _rewrite_command(args: argparse.Namespace, rest: list[str]) -> int:
 
 
 def _checkpoint_command(args: argparse.Namespace, rest: list[str]) -> int:
-    from rockstate.savepoint import is_savepoint, read_savepoint
+    from rockstate.tools.savepoint import is_savepoint, read_savepoint
 
     location = _location(args)
     _require_state(location)
@@ -330,7 +330,7 @@ def _checkpoint_command(args: argparse.Namespace, rest: list[str]) -> int:
                 print(f"{'':<22} {c['version']:>8} {c['batchId']:>6} {c['stores']:>6} "
                       f"{c['numKeys']:>9} {c['stateBytes']:>12}")
         return 0
-    from rockstate.verify import verify
+    from rockstate.tools.verify import verify
 
     if args.json:
         report = verify(location)
@@ -350,8 +350,8 @@ def _checkpoint_command(args: argparse.Namespace, rest: list[str]) -> int:
 
 
 def _state_command(args: argparse.Namespace, rest: list[str]) -> int:
-    from rockstate import spark_rocksdb
-    from rockstate.read import export, read_state, table_rows
+    from rockstate.checkpoint import spark_rocksdb
+    from rockstate.tools.read import export, read_state, table_rows
 
     location = _location(args)
     _require_state(location)
@@ -388,8 +388,8 @@ def _state_command(args: argparse.Namespace, rest: list[str]) -> int:
 
 
 def _changes_command(args: argparse.Namespace, rest: list[str]) -> int:
-    from rockstate.changes import read_changes
-    from rockstate.read import table_rows
+    from rockstate.tools.changes import read_changes
+    from rockstate.tools.read import table_rows
 
     location = _location(args)
     _require_state(location)
@@ -410,7 +410,7 @@ def _changes_command(args: argparse.Namespace, rest: list[str]) -> int:
 
 
 def _report_command(args: argparse.Namespace, rest: list[str]) -> int:
-    from rockstate.report import report
+    from rockstate.tools.report import report
 
     location = _location(args)
     _require_state(location)

@@ -31,7 +31,7 @@ def make_client_venv(where: Path) -> Path:
     rockstate installed as a client; returns its Python."""
     import pyspark
 
-    from rockstate import spark_lines
+    from rockstate.session import spark_lines
 
     line = spark_lines.line_of(pyspark.__version__)
     venv = where / "venv"

@@ -16,8 +16,8 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 import rockstate
-from rockstate import rewrite
-from rockstate.writable_location import WritableLocation
+from rockstate.checkpoint.writable_location import WritableLocation
+from rockstate.tools import rewrite
 
 
 def _pause(marker: Path) -> None:

@@ -24,7 +24,7 @@ def testkit_jar() -> Path:
     import pyspark
 
     import rockstate
-    from rockstate import build
+    from rockstate.session import build
 
     files = sorted(p for d in SOURCES for p in d.rglob("*.scala"))
     shim = rockstate.jar_path()

@@ -211,7 +211,7 @@ def _check_completed(loc) -> dict:
 
     from rocksdict import AccessType, Rdict
 
-    from rockstate.read import stage_snapshot, store_entries
+    from rockstate.tools.read import stage_snapshot, store_entries
 
     checked, wrong = 0, []
 

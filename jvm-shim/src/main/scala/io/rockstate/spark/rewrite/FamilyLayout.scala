@@ -10,7 +10,7 @@ import io.rockstate.spark.ColumnFamilySpec
  * Spark's state schema file records it, and where its keys hold the grouping key: the
  * operator's partition key for every family. `groupingPath` is the field ordinals from the key
  * to the grouping key (a struct), empty when the key is the grouping key itself (value and list
- * state); Python finds it from the key encoding (`rockstate.tws.grouping_key_path`).
+ * state); Python finds it from the key encoding (`rockstate.checkpoint.tws.grouping_key_path`).
  * `multipleValues`: a list state's family (several values per key). `inSource`: the old
  * store holds this family, so every new partition has it too; a family only the schema names
  * (one Spark declares but never creates) is read, holding no rows, and not created.

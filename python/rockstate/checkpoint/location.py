@@ -1,0 +1,363 @@
+"""A query's checkpoint location, read with fsspec: no Spark, any file system fsspec knows.
+
+``CheckpointLocation("s3://bucket/query")`` (or a local path, ``file://``, ``memory://``...)
+lists the stateful operators, their stores and partitions, and each store's versions,
+snapshots and changelogs as docs/checkpoint-format.md lays them out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+from dataclasses import dataclass
+from typing import Any
+
+import fsspec
+
+from rockstate.checkpoint.format import (
+    SnapshotManifest,
+    VersionManifest,
+    parse_snapshot_manifest,
+    parse_version_file,
+    parse_version_manifest,
+)
+from rockstate.checkpoint.model import Checkpoint, parse_abort_record, parse_checkpoint_metadata
+from rockstate.checkpoint.paths import join_within
+from rockstate.errors import CorruptCheckpointError
+
+DEFAULT_STORE = "default"
+# The order of a stream-stream join's four stores in Spark's per-partition state id arrays.
+JOIN_STORE_ORDER = ("left-keyToNumValues", "left-keyWithIndexToValue", "right-keyToNumValues",
+                    "right-keyWithIndexToValue")
+
+
+@dataclass(frozen=True, order=True)
+class StoreRef:
+    """One state store: an operator's partition, and the store's name within it."""
+
+    operator: int
+    partition: int
+    name: str
+    path: str  # the store's directory, in the location's file system
+
+    def __str__(self) -> str:
+        return f"operator {self.operator} partition {self.partition} store {self.name}"
+
+
+def open_location(location: str | os.PathLike | CheckpointLocation,
+                  storage_options: dict[str, Any] | None = None) -> CheckpointLocation:
+    """What every offline entry point takes: a path or fsspec URL (``storage_options`` go to
+    its file system: credentials, endpoint), or a :class:`CheckpointLocation` opened with its
+    own options."""
+    if isinstance(location, CheckpointLocation):
+        if storage_options:
+            raise TypeError("storage_options apply to a path or URL; a CheckpointLocation "
+                            "carries its own (CheckpointLocation(url, **storage_options)).")
+        return location
+    return CheckpointLocation(os.fspath(location), **(storage_options or {}))
+
+
+class CheckpointLocation:
+    """A streaming query's checkpoint location, opened read-only through fsspec."""
+
+    def __init__(self, url: str, **storage_options: Any) -> None:
+        self.url = url
+        self.fs, self.root = fsspec.core.url_to_fs(url, **storage_options)
+        protocols = (self.fs.protocol,) if isinstance(self.fs.protocol, str) else \
+            tuple(self.fs.protocol)
+        self._local = "file" in protocols
+        # Spark's commit log entries read so far (they never change once written).
+        self._recorded: dict[int, dict[int, list[list[str]]]] = {}
+        if not self.fs.isdir(self.root):
+            raise CorruptCheckpointError(
+                f"{url} is not a directory; give the query's checkpointLocation.")
+
+    @property
+    def local(self) -> bool:
+        """Whether the location is on this machine's disk (not an object store)."""
+        return self._local
+
+    def path(self, *parts: str) -> str:
+        """A path inside the location, in its file system (for listings: reads go through
+        :meth:`read_file`, which checks that the path stays inside)."""
+        return posixpath.join(self.root, *parts)
+
+    def subfolders(self, path: str) -> list[str]:
+        """The names of the folders in ``path`` (a path in the location's file system)."""
+        if not self.fs.isdir(path):
+            return []
+        return sorted(posixpath.basename(p.rstrip("/"))
+                      for p in self.fs.ls(path, detail=False) if self.fs.isdir(p))
+
+    def operators(self) -> list[int]:
+        """Ids of the stateful operators that have state here."""
+        return sorted(int(d) for d in self.subfolders(self.path("state")) if d.isdigit())
+
+    def stores(self, operator: int | None = None) -> list[StoreRef]:
+        """rockstate stores (directories with ``versions/`` or, written by rockstate before
+        format 3, ``manifests/``), optionally of one operator."""
+        out = []
+        for op in self.operators() if operator is None else [operator]:
+            for part in self.subfolders(self.path("state", str(op))):
+                if not part.isdigit():
+                    continue
+                base = self.path("state", str(op), part)
+                if self._is_store(base):
+                    out.append(StoreRef(op, int(part), DEFAULT_STORE, base))
+                for name in self.subfolders(base):
+                    sub = posixpath.join(base, name)
+                    if self._is_store(sub):
+                        out.append(StoreRef(op, int(part), name, sub))
+        return sorted(out)
+
+    def _is_store(self, path: str) -> bool:
+        return any(self.fs.isdir(posixpath.join(path, d)) for d in ("versions", "manifests"))
+
+    def read(self, store: StoreRef, relative: str, needed_by: str) -> bytes:
+        """A file of a store; a missing one is an error naming what needs it."""
+        return self._cat(join_within(store.path, relative, f"{needed_by} of {store}"),
+                         f"{needed_by} of {store}")
+
+    def read_file(self, relative: str, needed_by: str) -> bytes:
+        """A file of the checkpoint, by its path inside it (checked to stay inside it)."""
+        return self._cat(join_within(self.root, relative, needed_by), needed_by)
+
+    def _cat(self, path: str, needed_by: str) -> bytes:
+        """A file's bytes; missing, a directory or (on a local disk) a symlink, which could
+        lead anywhere, is CorruptCheckpointError naming what needs it."""
+        if self._local and os.path.islink(path):
+            raise CorruptCheckpointError(
+                f"{path}, needed by {needed_by}, is a symbolic link; rockstate does not follow "
+                "links in a checkpoint. Replace it with the file itself.")
+        try:
+            return self.fs.cat_file(path)
+        except FileNotFoundError:
+            raise CorruptCheckpointError(
+                f"{path}, needed by {needed_by}, is missing from the checkpoint location."
+            ) from None
+        except (IsADirectoryError, PermissionError) as e:
+            raise CorruptCheckpointError(
+                f"{path}, needed by {needed_by}, cannot be read as a file ({e.strerror}).") \
+                from None
+
+    def _listing(self, store: StoreRef, sub: str, suffix: str) -> list[str]:
+        path = posixpath.join(store.path, sub)
+        if not self.fs.isdir(path):
+            return []
+        return sorted(posixpath.basename(p) for p in self.fs.ls(path, detail=False)
+                      if p.endswith(suffix) and not posixpath.basename(p).startswith("."))
+
+    def version_entries(self, store: StoreRef) -> list[VersionEntry]:
+        """Every version file and format 1/2 manifest present (several per version: attempts),
+        by version."""
+        out = []
+        for sub, suffix in (("versions", ".rsv"), ("manifests", ".json")):
+            path = posixpath.join(store.path, sub)
+            if not self.fs.isdir(path):
+                continue
+            for info in self.fs.ls(path, detail=True):
+                name = posixpath.basename(info["name"])
+                head = name[:-len(suffix)] if sub == "manifests" else name.split("-", 1)[0]
+                if name.endswith(suffix) and not name.startswith(".") and head.isdigit() \
+                        and info.get("type") != "directory":
+                    out.append(VersionEntry(int(head), f"{sub}/{name}", _mtime(info),
+                                            int(info["size"])))
+        return sorted(out, key=lambda e: (e.version, e.mtime, e.path))
+
+    def versions(self, store: StoreRef) -> list[int]:
+        """Committed versions (those with a version file or manifest), ascending."""
+        return sorted({e.version for e in self.version_entries(store)})
+
+    def recorded_state_ids(self, batch_id: int) -> dict[int, list[list[str]]]:
+        """The state checkpoint ids Spark's commit log records for ``batch_id`` (checkpoint
+        format 2): operator -> one list of store ids per partition; empty for format 1."""
+        if batch_id not in self._recorded:
+            try:
+                data = self.fs.cat_file(self.path("commits", str(batch_id)))
+                lines = data.decode().splitlines()
+                ids = json.loads(lines[1]).get("stateUniqueIds") if len(lines) > 1 else None
+            except (FileNotFoundError, ValueError):
+                ids = None
+            self._recorded[batch_id] = {int(op): parts for op, parts in (ids or {}).items()}
+        return self._recorded[batch_id]
+
+    def landed(self, store: StoreRef, version: int,
+               entries: list[VersionEntry] | None = None) -> VersionEntry:
+        """The attempt of ``version`` that counts: the one Spark's commit log recorded
+        (checkpoint format 2), else the one the storage wrote last (``_written_last``).
+        ``entries`` is the store's listing, when the caller has it already."""
+        listing = self.version_entries(store) if entries is None else entries
+        attempts = [e for e in listing if e.version == version]
+        parts = self.recorded_state_ids(version - 1).get(store.operator, [])
+        ids = parts[store.partition] if store.partition < len(parts) else []
+        index = 0 if len(ids) == 1 else (
+            JOIN_STORE_ORDER.index(store.name) if store.name in JOIN_STORE_ORDER else -1)
+        if 0 <= index < len(ids):
+            path = f"versions/{version}-{ids[index]}.rsv"
+            found = next((e for e in attempts if e.path == path), None)
+            if found is None:
+                raise CorruptCheckpointError(
+                    f"version {version} of {store}: Spark's commit log records the state id "
+                    f"{ids[index]}, but {path} is missing from the checkpoint location.")
+            return found
+        found = _written_last(attempts)
+        if found is None:
+            raise CorruptCheckpointError(
+                f"version {version} of {store} has no version file nor manifest in the "
+                "checkpoint location.")
+        return found
+
+    def manifest(self, store: StoreRef, version: int,
+                 entry: VersionEntry | None = None) -> VersionManifest:
+        """A version's manifest, its lineage complete: a version file is read whole and
+        checked; a format 1/2 manifest is read as it is."""
+        e = entry or self.landed(store, version)
+        data = self.read(store, e.path, f"version {version}")
+        where = posixpath.join(store.path, e.path)
+        if e.is_legacy:
+            return parse_version_manifest(data, where)
+        return parse_version_file(data, e.path, where)
+
+    def snapshots(self, store: StoreRef) -> list[str]:
+        """Snapshot manifests (``snapshots/<version>-<id>.json``) relative to the store, oldest
+        version first."""
+        names = self._listing(store, "snapshots", ".json")
+        return [f"snapshots/{n}" for n in sorted(names, key=_snapshot_order)]
+
+    def snapshot_manifest(self, store: StoreRef, relative: str, needed_by: str
+                          ) -> SnapshotManifest:
+        return parse_snapshot_manifest(self.read(store, relative, needed_by),
+                                       posixpath.join(store.path, relative))
+
+    def changelogs(self, store: StoreRef) -> list[str]:
+        return [f"changelog/{n}" for n in self._listing(store, "changelog", ".log")]
+
+    def data_files(self, store: StoreRef) -> dict[str, int]:
+        """Every data file (sst/, meta/, changelog/) with its size; checksum sidecars skipped."""
+        out = {}
+        for sub in ("sst", "meta", "changelog"):
+            top = posixpath.join(store.path, sub)
+            if not self.fs.isdir(top):
+                continue
+            for path, info in self.fs.find(top, detail=True).items():
+                name = posixpath.basename(path)
+                if name.endswith(".crc") and name.startswith("."):
+                    continue
+                out[posixpath.relpath(path, store.path)] = int(info["size"])
+        return out
+
+    def store_dir_at(self, store_dir: str, version: int) -> str:
+        """Where the store a completed checkpoint of state ``version`` recorded at
+        ``store_dir`` (``state/<op>/<partition>[/<name>]``) is now. A rewrite that shrank the
+        query moved partition folders it no longer uses to
+        ``state/<op>/_retired/<batch>-<partition>`` (``batch``: the last batch that used it),
+        and a migration away from rockstate moved its stores' folders to
+        ``state/<op>/_retired/<batch>-<partition>-rockstate``; a later one may have made a new
+        store under the old name."""
+        parts = store_dir.split("/")
+        if len(parts) < 3 or parts[0] != "state" or not parts[2].isdigit():
+            return store_dir
+        retired = self.path("state", parts[1], "_retired")
+        folders = {}  # last batch that used it -> retired folder
+        for n in self.subfolders(retired):
+            batch, _, rest = n.partition("-")
+            if batch.isdigit() and rest in (parts[2], f"{parts[2]}-rockstate"):
+                folders[int(batch)] = n
+        used_until = [b for b in folders if version <= b + 1]
+        if not used_until:
+            return store_dir
+        return "/".join(["state", parts[1], "_retired", folders[min(used_until)], *parts[3:]])
+
+    def checkpoints(self) -> list[Checkpoint]:
+        """Completed checkpoints (``rockstate/checkpoints/<version>/_metadata``), oldest first."""
+        top = self.path("rockstate", "checkpoints")
+        out = []
+        for name in self.subfolders(top):
+            path = posixpath.join(top, name, "_metadata")
+            if name.isdigit() and self.fs.exists(path):
+                out.append(parse_checkpoint_metadata(self.fs.cat_file(path), path))
+        return sorted(out, key=lambda c: c.version)
+
+    def aborted_checkpoints(self) -> list[Checkpoint]:
+        """The newest aborted checkpoints the driver recorded, oldest first."""
+        top = self.path("rockstate", "checkpoints", "aborted")
+        if not self.fs.isdir(top):
+            return []
+        out = []
+        for path in self.fs.ls(top, detail=False):
+            name = posixpath.basename(path)
+            if name.endswith(".json") and name[:-5].isdigit():
+                out.append(parse_abort_record(self.fs.cat_file(path), path))
+        return sorted(out, key=lambda c: c.version)
+
+    def summary(self) -> dict:
+        """What ``rockstate inspect`` shows: every store with its versions and snapshots."""
+        stores = []
+        for s in self.stores():
+            versions = self.versions(s)
+            latest = self.manifest(s, versions[-1]) if versions else None
+            stores.append({
+                "operator": s.operator, "partition": s.partition, "store": s.name,
+                "versions": versions,
+                "snapshots": [int(posixpath.basename(p).split("-")[0])
+                              for p in self.snapshots(s)],  # in version order
+                "changelogs": len(self.changelogs(s)),
+                "columnFamilies": sorted(latest.column_families) if latest else [],
+                "numKeys": latest.num_keys if latest else 0,
+            })
+        checkpoints = [{
+            "version": c.version, "batchId": c.batch_id, "stores": len(c.stores),
+            "numKeys": c.num_keys, "stateBytes": c.state_bytes,
+            "bytesUploaded": c.bytes_uploaded, "completedAtMs": c.completed_at_ms,
+        } for c in self.checkpoints()]
+        return {"location": self.url, "operators": self.operators(), "stores": stores,
+                "checkpoints": checkpoints}
+
+
+@dataclass(frozen=True)
+class VersionEntry:
+    """A version file (``versions/<version>-<id>.rsv``) or format 1/2 manifest present."""
+
+    version: int
+    path: str  # relative to the store
+    mtime: float  # seconds, as the file system reports it
+    size: int
+
+    @property
+    def is_legacy(self) -> bool:
+        return self.path.startswith("manifests/")
+
+
+def _written_last(attempts: list[VersionEntry]) -> VersionEntry | None:
+    """Of several attempts of one version, the one the storage wrote last (then the greatest
+    name): the JVM's rule (``VersionEntry.landed``), so every reader picks the same."""
+    return max(attempts, key=lambda e: (e.mtime, e.path), default=None)
+
+
+def _mtime(info: dict) -> float:
+    """A listing entry's modification time in seconds, whatever fsspec backend listed it."""
+    for key in ("mtime", "LastModified", "last_modified", "updated", "created"):
+        value = info.get(key)
+        if value is None:
+            continue
+        if hasattr(value, "timestamp"):
+            return float(value.timestamp())
+        if isinstance(value, str):
+            from datetime import datetime
+
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        return float(value)
+    return 0.0
+
+
+def snapshot_version(path: str) -> int:
+    """The version a snapshot manifest's name (``<version>-<id>.json``, with or without its
+    folder) carries; -1 for a name without one."""
+    head = posixpath.basename(path).split("-", 1)[0]
+    return int(head) if head.isdigit() else -1
+
+
+def _snapshot_order(name: str) -> tuple[int, str]:
+    """Sort key of a snapshot manifest name: its version as a number, then the name."""
+    return (snapshot_version(name), name)

@@ -1,0 +1,405 @@
+"""Checkpoints of Spark's own ``RocksDBStateStoreProvider``, read without Spark.
+
+Per partition (and store name) Spark writes, under ``state/<op>/<partition>[/<store>]/``:
+
+- ``<v>.zip``: a snapshot of version ``v``. It holds RocksDB's small files and a ``metadata``
+  file (a ``v1`` line, then JSON) that maps each local SST name to its shared copy in
+  ``SSTs/``, and each column family name to its id.
+- ``<v>.changelog``: in changelog checkpointing mode, version ``v``'s changes. The file is
+  compressed with ``spark.sql.streaming.stateStore.compression.codec`` (lz4 by default, in
+  lz4-java's block format, or zstd). Its records are big-endian length-prefixed keys and
+  values. Changelog format 1 has a value length of -1 for a delete and a key length of -1 at
+  the end. Format 2 prefixes each record with a type byte (0x01 put, 0x10 delete,
+  0x11 merge, 0x00 end) after a ``v2`` header.
+
+Version ``v`` is the newest snapshot at or below ``v``, plus the changelogs after it.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import posixpath
+import struct
+import tempfile
+import zipfile
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from rockstate.checkpoint.location import DEFAULT_STORE, CheckpointLocation
+from rockstate.checkpoint.paths import file_name, local_within, relative_path
+from rockstate.encoding import decompress, packed_entries, row_checksum
+from rockstate.encoding.changelog_overlay import ChangelogOverlay
+from rockstate.errors import CorruptCheckpointError, RockstateError
+
+if TYPE_CHECKING:
+    from rocksdict import ReadOptions
+
+_LZ4_MAGIC = b"LZ4Block"
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+# Bytes RocksDB reads ahead of a scan of a snapshot's SSTs.
+_READAHEAD = 4 << 20
+
+
+def partitions(loc: CheckpointLocation, operator: int, store: str) -> dict[int, str]:
+    """Partition directories Spark's provider wrote (with ``.zip`` or ``.changelog`` files)."""
+    out = {}
+    for part in loc.subfolders(loc.path("state", str(operator))):
+        if not part.isdigit():
+            continue
+        path = loc.path("state", str(operator), part,
+                         *([] if store == DEFAULT_STORE else [store]))
+        if loc.fs.isdir(path) and any(p.endswith((".zip", ".changelog"))
+                                      for p in loc.fs.ls(path, detail=False)):
+            out[int(part)] = path
+    return out
+
+
+def numbered(names: Iterable[str], suffix: str) -> list[int]:
+    """Versions of the files named ``<version><suffix>`` among ``names``, ascending."""
+    return sorted(int(n[:-len(suffix)]) for n in names
+                  if n.endswith(suffix) and n[:-len(suffix)].isdigit())
+
+
+def _numbered(loc: CheckpointLocation, path: str, suffix: str) -> list[int]:
+    return numbered((posixpath.basename(p) for p in loc.fs.ls(path, detail=False)), suffix)
+
+
+def versions_in(names: Iterable[str]) -> list[int]:
+    """Versions with a snapshot zip or a changelog among a store directory's file names."""
+    names = list(names)
+    return sorted(set(numbered(names, ".zip")) | set(numbered(names, ".changelog")))
+
+
+def versions(loc: CheckpointLocation, path: str) -> list[int]:
+    return versions_in(posixpath.basename(p) for p in loc.fs.ls(path, detail=False))
+
+
+def parse_snapshot_metadata(text: str, where: str) -> dict:
+    """A snapshot zip's ``metadata`` member: a ``v1`` line, then JSON."""
+    try:
+        return json.loads(text.split("\n", 1)[1] if text.startswith("v") else text)
+    except (IndexError, ValueError) as e:
+        raise CorruptCheckpointError(f"the metadata in {where} is unreadable ({e}).") from None
+
+
+def snapshot_metadata(loc: CheckpointLocation, zip_path: str) -> dict:
+    """The ``metadata`` of a snapshot zip, without extracting the rest."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(loc.fs.cat_file(zip_path))) as z:
+            text = z.read("metadata").decode()
+    except (zipfile.BadZipFile, KeyError) as e:
+        raise CorruptCheckpointError(f"{zip_path} has no readable metadata ({e}).") from None
+    return parse_snapshot_metadata(text, zip_path)
+
+
+def column_families(loc: CheckpointLocation, path: str, version: int) -> set[str]:
+    """The column families of one partition as of its newest snapshot at or below
+    ``version`` (empty without one): a family is created with a snapshot, which is uploaded
+    when the maintenance gets to it, so a newer family may be missing here."""
+    base = max((v for v in _numbered(loc, path, ".zip") if v <= version), default=0)
+    if not base:
+        return set()
+    metadata = snapshot_metadata(loc, posixpath.join(path, f"{base}.zip"))
+    return set(metadata.get("columnFamilyMapping") or {})
+
+
+def _decompress(data: bytes, where: str) -> bytes:
+    import pyarrow as pa
+
+    if data.startswith(_ZSTD_MAGIC):
+        return decompress.zstd(data, where)
+    if not data.startswith(_LZ4_MAGIC):
+        raise RockstateError(f"{where} is compressed with a codec this reader does not know "
+                             "(it reads lz4 and zstd, spark.sql.streaming.stateStore."
+                             "compression.codec)")
+    out, at, codec = [], 0, pa.Codec("lz4_raw")
+    allowed = decompress.limit_for(len(data))
+    try:
+        while True:  # lz4-java's LZ4BlockOutputStream blocks, then an empty end block
+            if data[at:at + 8] != _LZ4_MAGIC:
+                raise CorruptCheckpointError(
+                    f"{where} is damaged: no lz4 block at byte {at} (truncated?)")
+            token = data[at + 8]
+            compressed, original = struct.unpack_from("<ii", data, at + 9)
+            if compressed < 0 or original < 0 or original > allowed:
+                raise CorruptCheckpointError(
+                    f"{where} is damaged: an lz4 block of {compressed} bytes declares "
+                    f"{original} bytes, out of range (at most {allowed} in all)")
+            allowed -= original
+            body = data[at + 21:at + 21 + compressed]
+            if len(body) != compressed:
+                raise CorruptCheckpointError(f"{where} is damaged: its last lz4 block is cut")
+            at += 21 + compressed
+            if original == 0:
+                return b"".join(out)
+            if token & 0xF0 == 0x10:  # stored raw
+                out.append(body)
+            else:
+                out.append(codec.decompress(body, decompressed_size=original).to_pybytes())
+    except (struct.error, pa.ArrowException, OSError) as e:
+        raise CorruptCheckpointError(f"{where} is damaged ({e}).") from None
+
+
+def _changelog_records(data: bytes, where: str) -> Iterator[tuple[str, bytes, bytes | None]]:
+    """The records of one decompressed changelog file, in order: (``put``, ``merge`` or
+    ``delete``, key, value or None)."""
+    at = 0
+    (n,) = struct.unpack_from(">H", data, 0) if len(data) >= 2 else (0,)
+    typed = False
+    if len(data) >= 2 + n and data[2:3] == b"v" and data[3:2 + n].isdigit():
+        fmt = int(data[3:2 + n])
+        if fmt != 2:
+            raise RockstateError(f"{where} has changelog format {fmt}; this reader reads 1 and 2")
+        typed, at = True, 2 + n
+    end = len(data)
+
+    def length(at: int, what: str, delete_marker: bool) -> int:
+        (n,) = struct.unpack_from(">i", data, at)
+        if (n < 0 and not (delete_marker and n == -1)) or at + 4 + max(n, 0) > end:
+            raise CorruptCheckpointError(f"{where}: a {what} length of {n} at byte {at} is out "
+                                         "of range; the changelog is damaged.")
+        return n
+
+    try:
+        while True:
+            kind = 0x01
+            if typed:
+                kind = data[at]
+                at += 1
+                if kind == 0x00:
+                    return
+            if not typed and struct.unpack_from(">i", data, at)[0] == -1:
+                return  # format 1's end: a key length of -1
+            klen = length(at, "key", delete_marker=False)
+            key = data[at + 4:at + 4 + klen]
+            at += 4 + klen
+            vlen = length(at, "value", delete_marker=True)
+            at += 4
+            if vlen < 0:
+                yield "delete", key, None
+                continue
+            value = data[at:at + vlen]
+            at += vlen
+            if kind == 0x11:  # merge: RocksDB's string append with ","
+                yield "merge", key, value
+            elif kind == 0x01:
+                yield "put", key, value
+            else:
+                raise CorruptCheckpointError(f"{where}: unknown record type {kind}")
+    except (IndexError, struct.error):
+        raise CorruptCheckpointError(f"{where} ends before its end record; it is damaged.") \
+            from None
+
+
+def apply_changelog(entries: dict[bytes, bytes], data: bytes, where: str) -> None:
+    """Applies one changelog file of Spark's provider, as stored (compressed), to ``entries``."""
+    for op, key, value in _changelog_records(_decompress(data, where), where):
+        if op == "delete":
+            entries.pop(key, None)
+        elif op == "merge" and key in entries:
+            entries[key] = entries[key] + b"," + value  # type: ignore[operator]
+        else:
+            entries[key] = value  # type: ignore[assignment]
+
+
+def _overlay(loc: CheckpointLocation, path: str, base: int, version: int) -> ChangelogOverlay:
+    """The changelogs of versions ``base`` + 1 to ``version``, replayed into an overlay."""
+    overlay = ChangelogOverlay()
+    for v in range(base + 1, version + 1):
+        where = posixpath.join(path, f"{v}.changelog")
+        try:
+            data = loc.fs.cat_file(where)
+        except FileNotFoundError:
+            raise CorruptCheckpointError(f"{where}, needed by version {version}, is missing; "
+                                         "the checkpoint is damaged.") from None
+        for op, key, value in _changelog_records(_decompress(data, where), where):
+            overlay.apply(op, key, value)
+    return overlay
+
+
+@contextmanager
+def _staged_snapshot(loc: CheckpointLocation, path: str, version: int
+                     ) -> Iterator[tuple[Iterator[tuple[bytes, bytes]], dict, dict]]:
+    """(entries in key order, column family ids, which families are internal) of
+    ``<version>.zip``, staged to a temporary directory and open while the block runs;
+    version 0: empty state."""
+    if version == 0:
+        yield iter(()), {}, {}
+        return
+    zip_path = posixpath.join(path, f"{version}.zip")
+    with tempfile.TemporaryDirectory(prefix="rockstate-read-spark-") as tmp:
+        _extract(loc.fs.cat_file(zip_path), Path(tmp), zip_path)
+        metadata_file = Path(tmp) / "metadata"
+        try:
+            text = metadata_file.read_text()
+        except OSError as e:
+            raise CorruptCheckpointError(f"the metadata in {zip_path} is unreadable ({e}).") \
+                from None
+        metadata = parse_snapshot_metadata(text, zip_path)
+        metadata_file.unlink()
+        try:
+            for kind, sub, local_sub in (("sstFiles", "SSTs", ""),
+                                         ("logFiles", "logs", "archive")):
+                for f in metadata.get(kind) or []:
+                    _stage_shared_file(loc, path, f, f"{zip_path} metadata ({kind})", sub,
+                                       Path(tmp) / local_sub, version)
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise CorruptCheckpointError(f"the metadata in {zip_path} has a missing or bad "
+                                         f"field ({e!r}); the snapshot is damaged.") from None
+        with read_only_items(tmp, zip_path) as items:
+            yield (items, metadata.get("columnFamilyMapping") or {},
+                   metadata.get("columnFamilyTypeMap") or {})
+
+
+def _stage_shared_file(loc: CheckpointLocation, path: str, f: dict, entry: str, sub: str,
+                       into: Path, version: int) -> None:
+    """Copies one shared file a snapshot's metadata lists (``SSTs/`` or ``logs/``) to its
+    local name in ``into``, its size checked; both names must be plain file names."""
+    dfs = posixpath.join(path, sub, file_name(f.get("dfsSstFileName") or f["dfsLogFileName"],
+                                              entry))
+    try:
+        data = loc.fs.cat_file(dfs)
+    except FileNotFoundError:
+        raise CorruptCheckpointError(f"{dfs}, needed by version {version}, is missing.") \
+            from None
+    if len(data) != int(f["sizeBytes"]):
+        raise CorruptCheckpointError(f"{dfs} has {len(data)} bytes, its version's metadata "
+                                     f"says {f['sizeBytes']}.")
+    target = local_within(into, file_name(f["localFileName"], entry), entry)
+    target.parent.mkdir(exist_ok=True)
+    target.write_bytes(data)
+
+
+@contextmanager
+def read_only_items(directory: str, where: str) -> Iterator[Iterator[tuple[bytes, bytes]]]:
+    """The keys and values of the RocksDB in ``directory``, in key order, while the block
+    runs; one that RocksDB cannot open is CorruptCheckpointError."""
+    from rocksdict import AccessType, Options, Rdict
+
+    try:
+        # Raw: the entries are Spark's bytes, not rocksdict's tagged Python values, so it need
+        # not look at each one's type.
+        db = Rdict(directory, Options(raw_mode=True), access_type=AccessType.read_only())
+    except Exception as e:  # rocksdict raises a bare Exception with RocksDB's status
+        raise CorruptCheckpointError(
+            f"RocksDB cannot open the snapshot {where} ({e}); it is damaged or incomplete. "
+            "Run `rockstate verify` to see what else is.") from None
+    try:
+        yield iter(db.items(read_opt=_one_scan()))
+    finally:
+        db.close()
+
+
+def _one_scan() -> ReadOptions:
+    """Read options for one pass over every entry: blocks read once are not cached (they would
+    only push each other out) and files are read ahead. Block checksums stay checked: the
+    snapshot is untrusted input."""
+    from rocksdict import ReadOptions
+
+    options = ReadOptions()
+    options.fill_cache(False)
+    options.set_readahead_size(_READAHEAD)
+    return options
+
+
+def _extract(data: bytes, into: Path, where: str) -> None:
+    """Extracts a snapshot zip into ``into``: every member's name contained, and no more bytes
+    than a checkpoint file of its size may expand to (members declare their sizes)."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            members = z.infolist()
+            declared = sum(m.file_size for m in members)
+            if declared > decompress.limit_for(len(data)):
+                raise CorruptCheckpointError(
+                    f"{where} declares {declared} bytes from {len(data)}, more than a "
+                    "checkpoint file may expand to; restore it from a trusted copy.")
+            for m in members:
+                if m.is_dir():
+                    continue
+                target = local_within(into, relative_path(m.filename, f"{where} (a member)"),
+                                      where)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with z.open(m) as src, open(target, "wb") as out:
+                    out.write(src.read(m.file_size + 1))
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError) as e:
+        raise CorruptCheckpointError(f"{where} is not a valid zip file ({e}).") from None
+
+
+def _base(loc: CheckpointLocation, path: str, version: int) -> int:
+    """The newest snapshot at or below ``version`` (0: none), once ``version`` is known."""
+    if version not in versions(loc, path):
+        raise RockstateError(f"version {version} of {path} is not in the checkpoint")
+    return max((v for v in _numbered(loc, path, ".zip") if v <= version), default=0)
+
+
+def _family_prefix(path: str, version: int, families: dict, internal: dict,
+                   family: str | None) -> bytes | None:
+    """The key prefix of ``family`` (b"": every key; None: a variable with nothing written
+    yet), or why the read makes no sense."""
+    variables = sorted(n for n in families if n != "default" and not internal.get(n))
+    if family is None:
+        if variables:
+            raise RockstateError(f"{path} holds the state variables {variables}; read one "
+                                 "with state_var=<name> (--state-var).")
+        return b""
+    if not families:
+        raise RockstateError(f"{path} has no snapshot at or below version {version}, so "
+                             "which column family has which id is unknown; read a version "
+                             "after the first snapshot.")
+    if family not in families:
+        return None
+    return struct.pack("<H", int(families[family]))
+
+
+def entries(loc: CheckpointLocation, path: str, version: int,
+            family: str | None = None) -> dict[bytes, bytes]:
+    """Every key and value of one partition at ``version``: the newest snapshot at or below it
+    plus the changelogs after it. With column families (transformWithState), ``family``
+    picks one, its 2-byte little-endian id stripped from the keys."""
+    keys, values = entry_arrays(loc, path, version, family)
+    return dict(zip(keys.to_pylist(), values.to_pylist(), strict=True))
+
+
+def entry_arrays(loc: CheckpointLocation, path: str, version: int,
+                 family: str | None = None, row_checksums: bool = False,
+                 delimited: bool = True) -> tuple[pa.Array, pa.Array]:
+    """The entries of :func:`entries` as an Arrow array of keys and one of values (no Python
+    object per entry held): what ``read_state`` decodes. With ``row_checksums`` (Spark 4.2+'s
+    ``rowChecksum.enabled``) every value is checked against its key and opened; a key's
+    values are joined by ``,`` unless not ``delimited`` (merge operator version 2)."""
+    base = _base(loc, path, version)
+    overlay = _overlay(loc, path, base, version)
+    with _staged_snapshot(loc, path, base) as (items, families, internal):
+        prefix = _family_prefix(path, version, families, internal, family)
+        if prefix is None:  # a state variable with nothing written yet
+            return packed_entries.pack(())
+        keys, values = overlay.apply_to_arrays(*packed_entries.pack(items))
+    if prefix:
+        keys, values = packed_entries.with_prefix(keys, values, prefix)
+    if row_checksums:
+        values = row_checksum.open_values(keys, values, f"version {version} of {path}",
+                                          key_prefix=prefix, delimited=delimited)
+    return keys, values
+
+
+def entry_chunks(loc: CheckpointLocation, path: str, version: int, family: str | None,
+                 rows: int, row_checksums: bool = False, delimited: bool = True,
+                 ) -> Iterator[tuple[list[bytes], list[bytes]]]:
+    """The entries of :func:`entries`, ``rows`` at a time, in bounded memory: the snapshot's
+    keys stream past the changelogs' overlay (only the keys those touch are held)."""
+    base = _base(loc, path, version)
+    overlay = _overlay(loc, path, base, version)
+    with _staged_snapshot(loc, path, base) as (items, families, internal):
+        prefix = _family_prefix(path, version, families, internal, family)
+        if prefix is None:  # a state variable with nothing written yet
+            return
+        for keys, values in overlay.chunks(items, prefix, rows):
+            if row_checksums:
+                values = row_checksum.open_lists(keys, values, f"version {version} of {path}",
+                                                 key_prefix=prefix, delimited=delimited)
+            yield keys, values

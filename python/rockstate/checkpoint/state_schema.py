@@ -1,0 +1,152 @@
+"""The state schemas Spark records in a checkpoint, read without Spark.
+
+- Format v2 (stateful operators other than transformWithState):
+  ``state/<op>/0/[<store>/]_metadata/schema``. A ``writeUTF`` version, then the key and value
+  schemas as JSON, each written as a count of ``writeUTF`` chunks.
+- Format v3 (transformWithState): ``state/<op>/_stateSchema/<store>/<batch>_<uuid>``. A
+  ``writeUTF`` version and a count of column families, then for each family:
+  - its name;
+  - the key and value schemas, each after a 2-byte schema id;
+  - the key encoder spec;
+  - the user key schema, or an empty object if there is none.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from rockstate.checkpoint.location import DEFAULT_STORE, CheckpointLocation
+from rockstate.errors import CorruptCheckpointError, RockstateError
+
+
+@dataclass(frozen=True)
+class FamilySchema:
+    name: str
+    key: dict  # Spark StructType JSON
+    value: dict
+    key_encoder: dict  # {"keyStateEncoderType": ..., "numColsPrefixKey": ...}
+    user_key: dict | None
+    # Every value schema the family had, by schema id (Avro rows name the one they were
+    # written with; transformWithState's schema evolution adds ids, keys never change).
+    value_schemas: Mapping[int, dict] = field(default_factory=dict)
+
+
+def _utf(data: bytes, at: int) -> tuple[str, int]:
+    """A Java ``writeUTF`` string (2-byte big-endian length, then the bytes)."""
+    (n,) = struct.unpack_from(">H", data, at)
+    return data[at + 2:at + 2 + n].decode("utf-8"), at + 2 + n
+
+
+def _chunked(data: bytes, at: int) -> tuple[str, int]:
+    """A long string Spark writes as an int count of ``writeUTF`` chunks."""
+    (chunks,) = struct.unpack_from(">i", data, at)
+    at += 4
+    parts = []
+    for _ in range(chunks):
+        part, at = _utf(data, at)
+        parts.append(part)
+    return "".join(parts), at
+
+
+def v2_schemas(loc: CheckpointLocation, operator: int,
+                 store: str = DEFAULT_STORE) -> tuple[dict, dict]:
+    """(key schema, value schema) Spark recorded for an operator's store, as JSON objects.
+
+    Spark writes them to ``state/<op>/0/[<store>/]_metadata/schema`` (schema format v2: a
+    Java ``writeUTF`` version, then key and value schema JSON, each as a count of
+    ``writeUTF`` chunks).
+    """
+    parts = ["state", str(operator), "0"] + ([] if store == DEFAULT_STORE else [store])
+    path = loc.path(*parts, "_metadata", "schema")
+    if not loc.fs.exists(path):
+        v3 = loc.path("state", str(operator), "_stateSchema")
+        hint = (" Spark wrote a v3 schema (_stateSchema/), which this reader does not read yet."
+                if loc.fs.exists(v3) else "")
+        raise RockstateError(f"no state schema for operator {operator} store {store} at "
+                             f"{path}.{hint}")
+    data = loc.fs.cat_file(path)
+    try:
+        version, at = _utf(data, 0)
+        if version != "v2":
+            raise RockstateError(f"state schema {path} has format {version!r}; this reader "
+                                 "reads v2")
+        schemas = []
+        for _ in range(2):
+            text, at = _chunked(data, at)
+            schemas.append(json.loads(text))
+    except (struct.error, ValueError, UnicodeDecodeError) as e:
+        raise CorruptCheckpointError(f"state schema {path} is damaged ({e}).") from None
+    return schemas[0], schemas[1]
+
+
+def schema_files(loc: CheckpointLocation, operator: int, store: str = "default",
+                 batch: int | None = None) -> list[str]:
+    """The paths of a transformWithState store's schema files (format v3), oldest first: every
+    one written at or before ``batch``. None is an error (Spark writes one at the first batch)."""
+    top = loc.path("state", str(operator), "_stateSchema", store)
+    # Spark names each schema file <batch>_<uuid>; anything else there is not one of them.
+    numbered = {p: int(posixpath.basename(p).split("_")[0])
+                for p in (loc.fs.ls(top, detail=False) if loc.fs.isdir(top) else [])
+                if posixpath.basename(p).split("_")[0].isdigit()}
+    files = sorted((p for p, n in numbered.items() if batch is None or n <= batch),
+                   key=lambda p: numbered[p])
+    if not files:
+        raise RockstateError(f"no state schema under {top}"
+                             + ("" if batch is None else f" written by batch {batch} or before"))
+    return files
+
+
+def family_schemas(loc: CheckpointLocation, operator: int, store: str = "default",
+                   batch: int | None = None, value_history: bool = False
+                   ) -> dict[str, FamilySchema]:
+    """Every column family's schemas, from the newest schema file (format v3), or the newest
+    one written at or before ``batch``; with ``value_history``, every earlier value schema by
+    its id too (read from the earlier files: what Avro-encoded rows need)."""
+    files = schema_files(loc, operator, store, batch)
+    # Each file holds the schemas as of its batch; older ids stay readable from older files
+    # (a later file's schema of an id wins: a retried batch rewrites its file).
+    history: dict[str, dict[int, dict]] = {}
+    newest: dict[str, FamilySchema] = {}
+    for path in files if value_history else files[-1:]:
+        try:
+            data = loc.fs.cat_file(path)
+        except (IsADirectoryError, FileNotFoundError) as e:
+            raise CorruptCheckpointError(f"state schema {path} cannot be read ({e}).") from None
+        newest = parse_family_schemas(data, path)
+        for name, f in newest.items():
+            history.setdefault(name, {}).update(f.value_schemas)
+    return {name: replace(f, value_schemas=history[name]) for name, f in newest.items()}
+
+
+def parse_family_schemas(data: bytes, where: str) -> dict[str, FamilySchema]:
+    """A schema file of format v3 (``_stateSchema/<store>/<batch>_<uuid>``): every column
+    family's key, value and encoder schemas."""
+    out = {}
+    try:
+        version, at = _utf(data, 0)
+        if version != "v3":
+            raise RockstateError(f"state schema {where} has format {version!r}; expected v3")
+        (count,) = struct.unpack_from(">i", data, at)
+        at += 4
+        for _ in range(count):
+            name, at = _utf(data, at)
+            at += 2  # key schema id: key schemas never evolve
+            key, at = _chunked(data, at)
+            (value_id,) = struct.unpack_from(">h", data, at)
+            at += 2
+            value, at = _chunked(data, at)
+            encoder, at = _chunked(data, at)
+            user_key, at = _chunked(data, at)
+            user = json.loads(user_key) if user_key.strip() not in ("", "{}", "{    }") else None
+            schemas = [json.loads(key), json.loads(value), json.loads(encoder)]
+            if not all(isinstance(x, dict) for x in [*schemas, user or {}]):
+                raise ValueError(f"the schemas of {name!r} are not JSON objects")
+            out[name] = FamilySchema(name, *schemas[:2], schemas[2], user,
+                                     {value_id: schemas[1]})
+    except (struct.error, ValueError, UnicodeDecodeError) as e:
+        raise CorruptCheckpointError(f"state schema {where} is damaged ({e}).") from None
+    return out
