@@ -131,7 +131,7 @@ def main() -> int:
             best = min(best, time.perf_counter() - start)
         timings[name], rows[name] = best, table.num_rows
     spark.stop()
-    baseline = _peak_mib("import pyarrow.parquet, rocksdict, rockstate.read")
+    baseline = _peak_mib("import pyarrow.parquet, rocksdict, rockstate.tools.read")
     read_peak = _peak_mib("rockstate.read_state(sys.argv[1], workers=1)", str(checkpoint))
     export_peak = _peak_mib("rockstate.export(sys.argv[1], sys.argv[2])", str(checkpoint),
                             str(work / "export"))
