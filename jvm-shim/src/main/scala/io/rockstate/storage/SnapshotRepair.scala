@@ -12,7 +12,7 @@ import org.apache.spark.internal.Logging
  * against its size and CRC32 first, so a repair never reads damage as state.
  *
  * It decides which manifest to open and holds no state of the store's: the store opens each
- * candidate (`open`, which fails with `UnreadableSnapshot` when a snapshot cannot be restored)
+ * candidate (`openFresh`, which fails with `UnreadableSnapshot` when a snapshot cannot be restored)
  * and, after a repair, owes a snapshot on its next commit.
  */
 private[storage] final class SnapshotRepair(storeId: String, checkpointDir: StoreCheckpointDir,
@@ -23,9 +23,9 @@ private[storage] final class SnapshotRepair(storeId: String, checkpointDir: Stor
    * cause with repair off). Returns the changelogs replayed and the repairs made (0 or 1).
    */
   def open(m: VersionManifest, path: Option[String], fetched: CheckpointFetch)(
-      open: VersionManifest => Int): (Int, Int) = {
+      openFresh: VersionManifest => Int): (Int, Int) = {
     def attempt(): Either[UnreadableSnapshot, Int] =
-      try Right(open(m)) catch { case e: UnreadableSnapshot => Left(e) }
+      try Right(openFresh(m)) catch { case e: UnreadableSnapshot => Left(e) }
     @scala.annotation.tailrec
     def retried(left: Int): Either[UnreadableSnapshot, Int] = attempt() match {
       case Left(e) if left > 1 =>
@@ -37,12 +37,12 @@ private[storage] final class SnapshotRepair(storeId: String, checkpointDir: Stor
     retried(if (conf.autoSnapshotRepair) conf.repairAfterFailures else 1) match {
       case Right(replayed) => (replayed, 0)
       case Left(e) if !conf.autoSnapshotRepair => throw e.getCause
-      case Left(e) => (repair(m, path, e, fetched, open), 1)
+      case Left(e) => (repair(m, path, e, fetched, openFresh), 1)
     }
   }
 
   private def repair(end: VersionManifest, endPath: Option[String], damaged: UnreadableSnapshot,
-      fetched: CheckpointFetch, open: VersionManifest => Int): Int = {
+      fetched: CheckpointFetch, openFresh: VersionManifest => Int): Int = {
     val bad = damaged.ref.version
     val eligible = (checkpointDir.listSnapshots().map(_._2).filter(_ < bad).distinct
       .sorted.reverse :+ 0L).toList
@@ -61,7 +61,7 @@ private[storage] final class SnapshotRepair(storeId: String, checkpointDir: Stor
           s"${if (failed.isEmpty) "none" else failed.reverse.mkString("; ")}. Restore the " +
           "snapshot's files, or restart the query from an earlier checkpoint.", damaged.getCause)
       case v :: rest =>
-        (try Right(open(rebuilt(v, end, endPath, fetched))) catch {
+        (try Right(openFresh(rebuilt(v, end, endPath, fetched))) catch {
           case NonFatal(e) => Left(e)
         }) match {
           case Right(replayed) =>
