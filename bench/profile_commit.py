@@ -121,6 +121,7 @@ def main() -> int:
         print("the JDK's jfr tool is not on PATH", file=sys.stderr)
         return 2
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="rockstate-profile-"))
+    workdir.mkdir(parents=True, exist_ok=True)  # JFR will not start without its directory
     for name in args.providers.split(","):
         cmd = [sys.executable, __file__, "--child", name, "--workdir", str(workdir),
                "--partitions", str(args.partitions), "--batches", str(args.batches),

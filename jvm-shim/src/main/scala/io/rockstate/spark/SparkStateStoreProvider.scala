@@ -246,7 +246,7 @@ abstract class SparkStateStoreProvider extends StateStoreProvider with Logging {
   }
 
   /** Fails a store whose lease ended (its task finished, another attempt took the store). */
-  private[spark] def checkLease(lease: Long, store: StateStoreId): Unit = {
+  private[spark] def checkLease(lease: Long, store: => StateStoreId): Unit = {
     if (leaseId != lease || holder.isEmpty) {
       throw new IllegalStateException(s"rockstate: this store of $store is no longer valid: " +
         "its task attempt released it (committed, aborted or completed) and the instance may " +
@@ -339,12 +339,23 @@ abstract class SparkStateStoreProvider extends StateStoreProvider with Logging {
 
   /** The codec of a family in the loaded version, or a clear error naming the family. */
   private[spark] def codec(name: String, op: String): ColumnFamilyCodec = {
-    checkFamilies(name, op)
-    val id = versioned.columnFamilyIds.getOrElse(name,
-      throw new IllegalArgumentException(
-        s"rockstate: column family '$name' does not exist in ${setup.id} at version " +
-          s"${versioned.loadedVersion}; create it with createColFamilyIfAbsent first."))
-    codecFor(name, id, op)
+    // Every row of a batch asks for the same family's codec: the last one given out stands
+    // while the loaded version's family table, the family's schema and the checksums do.
+    val ids = versioned.columnFamilyIds
+    val last = lastCodec
+    if (last != null && (last._1 eq ids) && last._2.name == name &&
+      (declared.get(name) eq last._2.spec) && last._2.checksummed == versioned.rowChecksums) {
+      last._2
+    } else {
+      checkFamilies(name, op)
+      val id = ids.getOrElse(name,
+        throw new IllegalArgumentException(
+          s"rockstate: column family '$name' does not exist in ${setup.id} at version " +
+            s"${versioned.loadedVersion}; create it with createColFamilyIfAbsent first."))
+      val c = codecFor(name, id, op)
+      lastCodec = (ids, c)
+      c
+    }
   }
 
   private def checkFamilies(name: String, op: String): Unit =
@@ -390,6 +401,8 @@ abstract class SparkStateStoreProvider extends StateStoreProvider with Logging {
 
   private val codecCache =
     new java.util.concurrent.ConcurrentHashMap[(String, Int), ColumnFamilyCodec]()
+  // `codec`'s last answer, with the family table it read the family's id from.
+  @volatile private var lastCodec: (Map[String, Int], ColumnFamilyCodec) = null
 
   override def toString: String = s"RockstateStateStoreProvider[${Option(setup).map(_.id)}]"
 }

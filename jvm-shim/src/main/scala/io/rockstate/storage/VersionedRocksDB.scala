@@ -97,8 +97,11 @@ final class VersionedRocksDB(
   /** The version's identity: the path of its changelog (unique per commit attempt). */
   private def stateId: String = chain.lastOption.map(_.path).getOrElse(baseStateId)
 
-  def rocksDB: LocalRocksDB = db.getOrElse(
-    throw new IllegalStateException(s"rockstate: $storeId has no version loaded"))
+  // A match, not `getOrElse`: this runs several times for every row a task writes.
+  def rocksDB: LocalRocksDB = db match {
+    case Some(open) => open
+    case None => throw new IllegalStateException(s"rockstate: $storeId has no version loaded")
+  }
 
   def addKeys(delta: Long): Unit = keys += delta
 
@@ -145,11 +148,13 @@ final class VersionedRocksDB(
   private def changelogWriter(): Changelog.Writer = {
     rocksDB // fails clearly when nothing is loaded
     dirty = true
-    changelog.getOrElse {
-      awaitLocalCheckpoint() // the first write after a commit: its snapshot is taken first
-      val w = new Changelog.Writer(local.newWorkPath("changelog"), conf.changelogCompression)
-      changelog = Some(w)
-      w
+    changelog match {
+      case Some(w) => w
+      case None =>
+        awaitLocalCheckpoint() // the first write after a commit: its snapshot is taken first
+        val w = new Changelog.Writer(local.newWorkPath("changelog"), conf.changelogCompression)
+        changelog = Some(w)
+        w
     }
   }
 

@@ -105,6 +105,36 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     assert(reads.lookup(k(0)) == 1)
   }
 
+  test("a write right after a check of the same array marks what the array holds then") {
+    val reads = new ReadKeys(maxKeys = 100)
+    reads.noteRead(Array[Byte](1), found = true)
+    reads.noteRead(Array[Byte](2), found = false)
+    val checked = Array[Byte](1)
+    assert(reads.lookup(checked) == 1)
+    reads.written(checked) // the slot the check found
+    assert(reads.lookup(Array[Byte](1)) == -1 && reads.lookup(Array[Byte](2)) == 0)
+    val reused = Array[Byte](2)
+    assert(reads.lookup(reused) == 0)
+    reused(0) = 3 // the caller changed the array between its check and its write
+    reads.noteRead(Array[Byte](3), found = true)
+    assert(reads.lookup(reused) == 1)
+    reused(0) = 2
+    reads.written(reused) // key 2 is written, whatever slot the check found for key 3
+    assert(reads.lookup(Array[Byte](2)) == -1 && reads.lookup(Array[Byte](3)) == 1)
+  }
+
+  test("remembered reads stay exact in a batch that starts at the last batch's size") {
+    val reads = new ReadKeys(maxKeys = 3000)
+    def k(i: Int) = s"key-$i".getBytes
+    (0 until 2000).foreach(i => reads.noteRead(k(i), found = true))
+    reads.clear() // a commit: the next batch's table starts sized for 2000 keys
+    (0 until 2000).foreach(i => assert(reads.lookup(k(i)) == -1, i))
+    (1000 until 5000).foreach(i => reads.noteRead(k(i), found = i % 2 == 0))
+    (1000 until 4000).foreach(i => assert(reads.lookup(k(i)) == (if (i % 2 == 0) 1 else 0), i))
+    (4000 until 5000).foreach(i => assert(reads.lookup(k(i)) == -1, i)) // past maxKeys
+    (0 until 1000).foreach(i => assert(reads.lookup(k(i)) == -1, i))
+  }
+
   test("abort throws away the batch's writes") {
     val p = provider()
     val s1 = p.getStore(0)
