@@ -246,7 +246,7 @@ abstract class SparkStateStoreProvider extends StateStoreProvider with Logging {
   }
 
   /** Fails a store whose lease ended (its task finished, another attempt took the store). */
-  private[spark] def checkLease(lease: Long, store: => StateStoreId): Unit = {
+  private[spark] def checkLease(lease: Long, store: StateStoreId): Unit = {
     if (leaseId != lease || holder.isEmpty) {
       throw new IllegalStateException(s"rockstate: this store of $store is no longer valid: " +
         "its task attempt released it (committed, aborted or completed) and the instance may " +
