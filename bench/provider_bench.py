@@ -7,8 +7,9 @@ input: the first batch fills the state with ``--keys`` keys, every later batch u
 ``--changed`` of them. Per provider it prints throughput (input rows/s over all batches),
 p50/p95 of the state commit time Spark reports (``commitTimeMs``), bytes written to the
 checkpoint's state directory per batch after the first (background snapshot uploads
-included), the files and MB the run leaves in ``state/`` (Hadoop's ``.crc`` sidecars not
-counted: object stores have none), and the JVM's peak resident memory; then rockstate's
+included), the files and MB the run leaves in ``state/`` once they stop changing after the
+last batch (both providers finish snapshots and cleanup in the background; Hadoop's ``.crc``
+sidecars not counted: object stores have none), and the JVM's peak resident memory; then rockstate's
 ratio against each of the others. For rockstate it also prints the bytes its commits wrote
 on the task's path (``rockstateCommitBytes``) and its checkpoints: how many completed or
 aborted, and the spread from the first to the last partition's acknowledgement; in local
@@ -199,6 +200,32 @@ def state_files(checkpoint: Path | str) -> dict[str, int]:
     return out
 
 
+def interval_seconds(text: str) -> float:
+    """Spark's duration string as the bench passes it (``200ms``, ``2s``, ``1min``), in seconds."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|min|m)?\s*", text)
+    if not m:
+        raise SystemExit(f"--maintenance-interval {text!r}: give a duration such as 200ms or 2s")
+    return float(m.group(1)) * {"ms": 0.001, "s": 1.0, "min": 60.0, "m": 60.0}[m.group(2) or "ms"]
+
+
+def settle(checkpoint: Path | str, maintenance_s: float, limit_s: float = 60.0) -> float:
+    """Waits until the files in ``state/`` stop changing for three maintenance intervals (at
+    least 1.5 s), at most ``limit_s``; returns the seconds waited. Both providers write some
+    files after the last batch (snapshots, their cleanup), and "after maintenance" means after
+    that work, for both alike."""
+    began = time.monotonic()
+    quiet = max(3 * maintenance_s, 1.5)
+    last, since = state_files(checkpoint), time.monotonic()
+    while time.monotonic() - began < limit_s:
+        time.sleep(min(0.5, quiet / 3))
+        now = state_files(checkpoint)
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            break
+    return time.monotonic() - began
+
+
 def _kind(path: str) -> str:
     """A state file's kind, by the suffix of its name (``sst``, ``zip``, ``changelog``,
     rockstate's ``rsv`` version files and ``json`` manifests); ``other`` for a name without
@@ -305,6 +332,7 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
     seen: dict[str, int] = {}
     phases: list[dict] = []
     every: list[int] = []
+    starts: list[str] = []  # each batch's trigger time (ISO, UTC), to line up with a profile
     written, commits, task_bytes, durations, rows, millis = [], [], [], [], 0, 0
     state_ms: list[dict[str, int]] = []
     pid = spark.sparkContext._gateway.proc.pid
@@ -349,6 +377,7 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
         rows += p["numInputRows"]
         millis += p["durationMs"]["triggerExecution"]
         every.append(p["durationMs"]["triggerExecution"])
+        starts.append(p["timestamp"])
     checkpoints = {}
     if watcher is not None:
         # Let the last snapshots finish and be acknowledged before the query stops.
@@ -366,6 +395,8 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
                 [s.async_ms for c in completed for s in c.stores]) if completed else 0,
             "stores": len(completed[-1].stores) if completed else 0,
         }
+    # Spark's provider uploads its last snapshots in maintenance, after the last batch too.
+    settled_s = settle(checkpoint, interval_seconds(args.maintenance_interval))
     threads = cpu_by_thread(pid)
     executors = executor_jvms(spark)
     # The state's memory as each provider reports it to Spark (rockstate: the stores'
@@ -408,6 +439,7 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
                         for k in sorted({k for b in batch_requests for k in b})},
         "commit_path_bytes": statistics.mean(task_bytes),
         "state_files": len(left),
+        "settled_s": round(settled_s, 1),
         # By kind (the name's suffix): where one provider's extra files are.
         "state_files_by_kind": dict(sorted(Counter(_kind(path) for path in left).items())),
         "state_mb_by_kind": {k: round(sum(v for p, v in left.items() if _kind(p) == k) / 2**20, 1)
@@ -418,6 +450,7 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
         "checkpoints": checkpoints,
         # Where a batch's time goes (Spark's durationMs phases, p50 after the first batch).
         "batches_ms": every,
+        "batch_starts": starts,
         "block_reads": block_reads,
         "pinned_mb": [round(b / 2**20, 1) for b in pinned],
         "levels": _level_totals(level_stats),

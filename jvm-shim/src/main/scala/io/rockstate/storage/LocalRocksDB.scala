@@ -73,19 +73,21 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
   // Iterators still open when the DB closes would crash the JVM; close them first.
   private val openIterators = ConcurrentHashMap.newKeySet[KvIterator]()
 
-  // What the task read, so the row count's check before a put rarely reads again.
-  private val readKeys = new ReadKeys(ReadKeysHeld)
+  // What the task read, so the row count's check before a put rarely reads again
+  // (`readKeysHeld` 0: never remembered, every check reads).
+  private val remembersReads = conf.readKeysHeld > 0
+  private val readKeys = new ReadKeys(conf.readKeysHeld)
 
   def get(key: Array[Byte]): Array[Byte] = {
     val value = db.get(readOptions, key)
-    readKeys.noteRead(key, value != null)
+    if (remembersReads) readKeys.noteRead(key, value != null)
     value
   }
 
   /** Whether `key` exists: from this thread's last read of it if it has one, else RocksDB. */
-  def exists(key: Array[Byte]): Boolean = readKeys.lookup(key) match {
-    case -1 => db.get(readOptions, key) != null
-    case found => found == 1
+  def exists(key: Array[Byte]): Boolean = {
+    val known = if (remembersReads) readKeys.lookup(key) else -1
+    if (known == -1) db.get(readOptions, key) != null else known == 1
   }
 
   /** Forgets what was read (a commit or rollback ends the batch; it bounds the memory). */
@@ -96,17 +98,17 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
 
   def put(key: Array[Byte], value: Array[Byte]): Unit = {
     db.put(writeOptions, key, value)
-    readKeys.written(key)
+    if (remembersReads) readKeys.written(key)
   }
 
   def merge(key: Array[Byte], value: Array[Byte]): Unit = {
     db.merge(writeOptions, key, value)
-    readKeys.written(key)
+    if (remembersReads) readKeys.written(key)
   }
 
   def delete(key: Array[Byte]): Unit = {
     db.delete(writeOptions, key)
-    readKeys.written(key)
+    if (remembersReads) readKeys.written(key)
   }
 
   def deleteRange(begin: Array[Byte], end: Array[Byte]): Unit = {
@@ -236,9 +238,6 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
 object LocalRocksDB {
   /** Separator the merge operator puts between values of one key (Spark's multi-value format). */
   val Delimiter: Char = ','
-
-  /** Keys a batch's reads remember at most (about 100 bytes each, cleared at its end). */
-  val ReadKeysHeld = 100000
 
   /**
    * How a store's SST files are laid out and cached: blocks, index and filters in the

@@ -15,28 +15,32 @@ import org.apache.spark.unsafe.hash.Murmur3_x86_32
  * Every write to the instance goes through `written` (or `clear`), so an answer is never
  * stale for the thread that noted it. A read or write from another thread starts afresh:
  * only one task writes a store at a time, and another thread's reads may interleave with its
- * writes. At most `maxKeys` keys are held; later reads are not noted.
+ * writes. At most `maxKeys` keys of `maxBytes` bytes together are held; later reads are not
+ * noted.
  *
- * An open-addressing table of byte arrays with their Murmur3 hashes: a profile showed
- * `HashMap[ByteBuffer, _]` (a byte-at-a-time hash, a wrapper and a node per key) at an eighth
- * of the task's CPU. A written key keeps its slot, marked unknown, so nothing is ever removed.
+ * An open-addressing table whose slot is one long: the key's Murmur3 hash, where its bytes
+ * are in one shared byte array (the arena: a length, then the bytes) and its state. A probe
+ * then reads one slot and, when the hash matches, one place in the arena; with a table of
+ * byte-array references, hashes and states apart, a profile of the 1M-key benchmark had the
+ * probes at 80 of the table's 118 task samples (cache misses), and each key noted was an
+ * array of its own. A written key keeps its slot, marked unknown, so nothing is ever removed.
  *
- * A batch reads every key, checks it and writes it, so the table is sized for the last
- * batch's keys when a batch starts (growing it key by key rehashed it ten times a batch), and
- * the write right after a check of the same array reuses the check's slot: a profile of the
- * large-batch benchmark had the table at 7% of the task's CPU, more than the RocksDB read it
- * saves.
+ * A batch reads every key, checks it and writes it, so the table and the arena are sized for
+ * the last batch's keys when a batch starts (growing them key by key rehashed ten times a
+ * batch), and the write right after a check of the same array reuses the check's slot.
  */
-final class ReadKeys(maxKeys: Int) {
+final class ReadKeys(maxKeys: Int, maxBytes: Int = ReadKeys.MaxArenaBytes) {
   import ReadKeys._
 
-  private var keys = new Array[Array[Byte]](InitialSlots)
-  private var hashes = new Array[Int](InitialSlots)
-  private var states = new Array[Byte](InitialSlots) // Free, Absent, Present or Unknown
+  // Per slot: hash << 32 | arena offset << 2 | state; 0 is a free slot.
+  private var slots = new Array[Long](InitialSlots)
+  private var arena = new Array[Byte](InitialArenaBytes)
+  private var arenaUsed = 0
   private var size = 0
   private var owner: Thread = null
-  // How many keys the last batch noted: the next batch's table starts at their size.
+  // How many keys and arena bytes the last batch noted: the next batch starts at their size.
   private var lastBatchKeys = 0
+  private var lastBatchBytes = 0
   // The array `lookup` was last given and the slot it found, for the write that follows.
   private var checkedKey: Array[Byte] = null
   private var checkedSlot = 0
@@ -48,13 +52,16 @@ final class ReadKeys(maxKeys: Int) {
     val h = hash(key)
     val slot = find(key, h)
     val state = if (found) Present else Absent
-    if (states(slot) != Free) states(slot) = state
-    else if (size < maxKeys) {
-      keys(slot) = key.clone()
-      hashes(slot) = h
-      states(slot) = state
+    val s = slots(slot)
+    if (s != 0) slots(slot) = (s & ~StateMask) | state
+    else if (size < maxKeys && fits(key.length)) {
+      val at = arenaUsed
+      Platform.putInt(arena, Platform.BYTE_ARRAY_OFFSET + at, key.length)
+      System.arraycopy(key, 0, arena, at + LengthBytes, key.length)
+      arenaUsed = at + LengthBytes + key.length
+      slots(slot) = (h.toLong << 32) | (at.toLong << 2) | state
       size += 1
-      if (size * 2 > keys.length) grow()
+      if (size * 2 > slots.length) grow()
     }
   }
 
@@ -65,7 +72,7 @@ final class ReadKeys(maxKeys: Int) {
       val slot = find(key, hash(key))
       checkedKey = key
       checkedSlot = slot
-      states(slot) match {
+      (slots(slot) & StateMask).toInt match {
         case Present => 1
         case Absent => 0
         case _ => -1
@@ -79,10 +86,11 @@ final class ReadKeys(maxKeys: Int) {
     else if (size > 0) {
       // The slot `lookup` just found for this array, while it still holds these bytes.
       val slot =
-        if ((key eq checkedKey) && states(checkedSlot) != Free &&
-          Arrays.equals(keys(checkedSlot), key)) checkedSlot
-        else find(key, hash(key))
-      if (states(slot) != Free) states(slot) = Unknown
+        if ((key eq checkedKey) && slots(checkedSlot) != 0 && holds(slots(checkedSlot), key)) {
+          checkedSlot
+        } else find(key, hash(key))
+      val s = slots(slot)
+      if (s != 0) slots(slot) = (s & ~StateMask) | Unknown
     }
     checkedKey = null
   }
@@ -91,7 +99,10 @@ final class ReadKeys(maxKeys: Int) {
     if (size > 0) {
       // Back to the first size: a batch's table is not kept for the store's idle time.
       lastBatchKeys = size
-      allocate(InitialSlots)
+      lastBatchBytes = arenaUsed
+      slots = new Array[Long](InitialSlots)
+      arena = new Array[Byte](InitialArenaBytes)
+      arenaUsed = 0
       size = 0
     }
     checkedKey = null
@@ -101,38 +112,54 @@ final class ReadKeys(maxKeys: Int) {
   private def claim(): Unit = if (owner ne Thread.currentThread()) {
     clear()
     owner = Thread.currentThread()
-    val slots = slotsFor(math.min(lastBatchKeys, maxKeys))
-    if (slots > keys.length) allocate(slots)
+    val wanted = slotsFor(math.min(lastBatchKeys, maxKeys))
+    if (wanted > slots.length) slots = new Array[Long](wanted)
+    val bytes = math.min(lastBatchBytes, maxBytes)
+    if (bytes > arena.length) arena = new Array[Byte](bytes)
   }
 
-  private def allocate(slots: Int): Unit = {
-    keys = new Array[Array[Byte]](slots)
-    hashes = new Array[Int](slots)
-    states = new Array[Byte](slots)
+  /** Whether a key of `length` bytes fits the arena, which grows (by doubling) up to maxBytes. */
+  private def fits(length: Int): Boolean = {
+    val needed = arenaUsed.toLong + LengthBytes + length
+    needed <= maxBytes && {
+      if (needed > arena.length) {
+        val grown = math.min(maxBytes.toLong, math.max(needed, 2L * arena.length)).toInt
+        arena = Arrays.copyOf(arena, grown)
+      }
+      true
+    }
+  }
+
+  /** Whether the occupied slot `s` holds `key`'s bytes. */
+  private def holds(s: Long, key: Array[Byte]): Boolean = {
+    val at = ((s & OffsetMask) >>> 2).toInt
+    Platform.getInt(arena, Platform.BYTE_ARRAY_OFFSET + at) == key.length &&
+      Arrays.equals(arena, at + LengthBytes, at + LengthBytes + key.length, key, 0, key.length)
   }
 
   /** The slot holding `key`, or the free slot where it would go (linear probing). */
   private def find(key: Array[Byte], h: Int): Int = {
-    val mask = keys.length - 1
+    val mask = slots.length - 1
     var slot = h & mask
-    while (states(slot) != Free && !(hashes(slot) == h && Arrays.equals(keys(slot), key))) {
+    var s = slots(slot)
+    while (s != 0 && !((s >>> 32).toInt == h && holds(s, key))) {
       slot = (slot + 1) & mask
+      s = slots(slot)
     }
     slot
   }
 
   private def grow(): Unit = {
-    val (oldKeys, oldHashes, oldStates) = (keys, hashes, states)
-    allocate(oldKeys.length * 2)
-    val mask = keys.length - 1
+    val old = slots
+    slots = new Array[Long](old.length * 2)
+    val mask = slots.length - 1
     var i = 0
-    while (i < oldKeys.length) { // a plain loop: this runs on the task's thread, per key
-      if (oldStates(i) != Free) {
-        var slot = oldHashes(i) & mask
-        while (states(slot) != Free) slot = (slot + 1) & mask
-        keys(slot) = oldKeys(i)
-        hashes(slot) = oldHashes(i)
-        states(slot) = oldStates(i)
+    while (i < old.length) { // a plain loop: this runs on the task's thread, per key
+      val s = old(i)
+      if (s != 0) {
+        var slot = (s >>> 32).toInt & mask
+        while (slots(slot) != 0) slot = (slot + 1) & mask
+        slots(slot) = s
       }
       i += 1
     }
@@ -141,10 +168,20 @@ final class ReadKeys(maxKeys: Int) {
 
 object ReadKeys {
   private val InitialSlots = 1024 // a power of two: a slot is the hash masked
-  private val Free: Byte = 0
-  private val Absent: Byte = 1
-  private val Present: Byte = 2
-  private val Unknown: Byte = 3 // written since it was read
+  private val InitialArenaBytes = 4 * 1024
+  private val LengthBytes = 4
+  private val StateMask = 3L
+  private val OffsetMask = 0xFFFFFFFCL // bits 2-31: the arena offset, shifted by 2
+  // A state is never 0, so an occupied slot is never 0.
+  private val Absent = 1
+  private val Present = 2
+  private val Unknown = 3 // written since it was read
+
+  /**
+   * The arena's bound: 30 bits of offset allow 1 GB; a batch's keys are far fewer (100,000
+   * keys of 33 bytes, a string key's UnsafeRow, take 3.7 MB).
+   */
+  val MaxArenaBytes: Int = 64 * 1024 * 1024
 
   /** The power of two of slots that holds `keys` at most half full, at least the first size. */
   private def slotsFor(keys: Int): Int = {

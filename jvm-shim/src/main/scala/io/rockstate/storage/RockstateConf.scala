@@ -19,6 +19,7 @@ final case class RockstateConf(
     minVersionsToRetain: Int,
     orphanFileGraceMs: Long,
     trackTotalNumberOfRows: Boolean,
+    readKeysHeld: Int,
     snapshotInterval: Int,
     changelogCompression: String,
     snapshotUploadThreads: Int,
@@ -77,6 +78,7 @@ object RockstateConf {
   val PartitionedIndex = Prefix + "partitionedIndex"
   val OrphanFileGraceMs = Prefix + "orphanFileGraceMs"
   val TrackTotalNumberOfRows = Prefix + "trackTotalNumberOfRows"
+  val ReadKeysHeld = Prefix + "readKeysHeld"
   val SnapshotInterval = Prefix + "snapshotInterval"
   val ChangelogCompression = Prefix + "changelogCompression"
   val SnapshotUploadThreads = Prefix + "snapshotUploadThreads"
@@ -124,6 +126,7 @@ object RockstateConf {
     PartitionedIndex -> "true",
     OrphanFileGraceMs -> "600000",
     TrackTotalNumberOfRows -> "true",
+    ReadKeysHeld -> "100000",
     SnapshotInterval -> "10",
     ChangelogCompression -> "zstd",
     SnapshotUploadThreads -> "2",
@@ -223,6 +226,7 @@ object RockstateConf {
       minVersionsToRetain = math.max(1, minVersionsToRetain),
       orphanFileGraceMs = graceMs,
       trackTotalNumberOfRows = bool(TrackTotalNumberOfRows),
+      readKeysHeld = math.min(long(ReadKeysHeld, 0), Int.MaxValue.toLong).toInt,
       snapshotInterval = long(SnapshotInterval, 1).toInt,
       changelogCompression = oneOf(ChangelogCompression, Changelog.Codecs.keySet),
       snapshotUploadThreads = long(SnapshotUploadThreads, 1).toInt,

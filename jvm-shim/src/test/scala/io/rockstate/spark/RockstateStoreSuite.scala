@@ -40,31 +40,36 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     assert(p.getStore(2).metrics.numKeys == 2)
   }
 
-  test("the row count stays exact when writes follow reads (reads are remembered)") {
-    val p = provider()
-    val s1 = p.getStore(0)
-    (1 to 10).foreach(i => s1.put(key(s"k$i", i), value(i)))
-    assert(s1.commit() == 1 && s1.metrics.numKeys == 10)
-    // As a streaming aggregation does: every read first (restore), then every write (save).
-    val s2 = p.getStore(1)
-    Seq(1, 2, 3, 11, 12).foreach(i => s2.get(key(s"k$i", i)))
-    s2.put(key("k1", 1), value(100)) // read, existed
-    s2.put(key("k11", 11), value(11)) // read, absent
-    s2.put(key("k11", 11), value(12)) // written since its read: it exists now
-    s2.remove(key("k2", 2)) // read, existed
-    s2.remove(key("k2", 2)) // gone since
-    s2.remove(key("k12", 12)) // read, absent
-    s2.put(key("k12", 12), value(12)) // removed (absent) since its read
-    s2.put(key("k13", 13), value(13)) // never read
-    assert(s2.get(key("k11", 11)).getLong(0) == 12)
-    s2.remove(key("k11", 11)) // read after its write, existed
-    s2.put(key("k11", 11), value(13))
-    assert(s2.commit() == 2)
-    val expected = (1 to 13).filterNot(_ == 2).size
-    assert(s2.metrics.numKeys == expected)
-    assert(contents(p.getReadStore(2)).size == expected)
-    // The count survives a reload from the checkpoint (another executor).
-    assert(provider(executor = 1).getStore(2).metrics.numKeys == expected)
+  // With the table of remembered reads and without it (every check reads RocksDB).
+  Seq(("reads are remembered", Map.empty[String, String]),
+    ("readKeysHeld 0: nothing remembered", Map(RockstateConf.ReadKeysHeld -> "0"))).foreach {
+    case (how, extra) =>
+      test(s"the row count stays exact when writes follow reads ($how)") {
+        val p = provider(extra = extra)
+        val s1 = p.getStore(0)
+        (1 to 10).foreach(i => s1.put(key(s"k$i", i), value(i)))
+        assert(s1.commit() == 1 && s1.metrics.numKeys == 10)
+        // As a streaming aggregation does: every read first (restore), then every write (save).
+        val s2 = p.getStore(1)
+        Seq(1, 2, 3, 11, 12).foreach(i => s2.get(key(s"k$i", i)))
+        s2.put(key("k1", 1), value(100)) // read, existed
+        s2.put(key("k11", 11), value(11)) // read, absent
+        s2.put(key("k11", 11), value(12)) // written since its read: it exists now
+        s2.remove(key("k2", 2)) // read, existed
+        s2.remove(key("k2", 2)) // gone since
+        s2.remove(key("k12", 12)) // read, absent
+        s2.put(key("k12", 12), value(12)) // removed (absent) since its read
+        s2.put(key("k13", 13), value(13)) // never read
+        assert(s2.get(key("k11", 11)).getLong(0) == 12)
+        s2.remove(key("k11", 11)) // read after its write, existed
+        s2.put(key("k11", 11), value(13))
+        assert(s2.commit() == 2)
+        val expected = (1 to 13).filterNot(_ == 2).size
+        assert(s2.metrics.numKeys == expected)
+        assert(contents(p.getReadStore(2)).size == expected)
+        // The count survives a reload from the checkpoint (another executor).
+        assert(provider(executor = 1).getStore(2).metrics.numKeys == expected)
+      }
   }
 
   test("remembered reads belong to one thread and are dropped by any other thread's use") {
@@ -121,6 +126,28 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     reused(0) = 2
     reads.written(reused) // key 2 is written, whatever slot the check found for key 3
     assert(reads.lookup(Array[Byte](2)) == -1 && reads.lookup(Array[Byte](3)) == 1)
+  }
+
+  test("remembered reads hold keys of any length, each exactly, within the arena's bound") {
+    val reads = new ReadKeys(maxKeys = 10000, maxBytes = 20000)
+    // Keys of 1 to 300 bytes, each a prefix of the longer ones of its byte.
+    def k(i: Int) = Array.fill[Byte](i % 300 + 1)((i / 300 + 1).toByte)
+    // Which keys the arena takes: each needs 4 bytes of length and its own, while they fit.
+    val noted = (0 until 900).foldLeft((0, Set.empty[Int])) { case ((used, in), i) =>
+      val needs = 4 + k(i).length
+      if (used + needs <= 20000) (used + needs, in + i) else (used, in)
+    }._2
+    assert(noted.size > 100 && noted.size < 900 && noted.exists(_ >= 300))
+    (0 until 900).foreach(i => reads.noteRead(k(i), found = i % 2 == 0))
+    def known(i: Int) = if (!noted(i)) -1 else if (i % 2 == 0) 1 else 0
+    (0 until 900).foreach(i => assert(reads.lookup(k(i)) == known(i), i))
+    assert(reads.lookup(Array.fill[Byte](301)(1)) == -1) // longer than every noted key of 1s
+    (0 until 900 by 3).foreach(i => reads.written(k(i)))
+    (0 until 900).foreach(i => assert(reads.lookup(k(i)) == (if (i % 3 == 0) -1 else known(i)), i))
+    reads.clear() // the next batch starts with the arena at this batch's size, and empty
+    (0 until 900).foreach(i => assert(reads.lookup(k(i)) == -1, i))
+    (0 until 900).foreach(i => reads.noteRead(k(i), found = true))
+    (0 until 900).foreach(i => assert(reads.lookup(k(i)) == (if (noted(i)) 1 else -1), i))
   }
 
   test("remembered reads stay exact in a batch that starts at the last batch's size") {

@@ -1,0 +1,46 @@
+package io.rockstate.storage
+
+/**
+ * The table of a batch's reads alone (`ReadKeys`, no RocksDB): each round notes `--keys` keys
+ * of 33 bytes (a string key's UnsafeRow) as read, then checks and marks them written in
+ * another order, as a streaming aggregation's restore and save do, and clears the table as a
+ * commit does. Prints the median of the rounds after the first five (the JIT's warm-up).
+ * A benchmark, never a test:
+ *
+ *   dev/sbt "shim/Test/runMain io.rockstate.storage.ReadKeysBench --keys 100000"
+ */
+object ReadKeysBench {
+  def main(args: Array[String]): Unit = {
+    val opts = args.grouped(2).collect { case Array(k, v) => k.stripPrefix("--") -> v }.toMap
+    val keys = opts.getOrElse("keys", "100000").toInt
+    val rounds = opts.getOrElse("rounds", "40").toInt
+    val random = new scala.util.Random(1)
+    def key(i: Int): Array[Byte] = {
+      val k = new Array[Byte](33)
+      val digits = s"k-$i".getBytes
+      System.arraycopy(digits, 0, k, 0, digits.length)
+      k
+    }
+    val table = new ReadKeys(keys)
+    val times = (0 until rounds).map { _ =>
+      val read = random.shuffle((0 until 10 * keys).toVector).take(keys).map(key)
+      val saved = random.shuffle(read).map(_.clone()) // the save's rows are arrays of their own
+      val t0 = System.nanoTime()
+      read.foreach(k => table.noteRead(k, found = true))
+      val t1 = System.nanoTime()
+      val known = saved.count { k =>
+        val found = table.lookup(k) == 1
+        table.written(k)
+        found
+      }
+      val t2 = System.nanoTime()
+      table.clear()
+      require(known == keys, s"only $known of $keys keys were remembered")
+      (t1 - t0, t2 - t1)
+    }
+    val (noted, checked) = times.drop(5).unzip
+    def median(ns: Seq[Long]) = ns.sorted.apply(ns.size / 2) / 1e6
+    println(f"ReadKeys, $keys keys a round, median of ${rounds - 5} rounds: noteRead " +
+      f"${median(noted)}%.2f ms, lookup and written ${median(checked)}%.2f ms")
+  }
+}
