@@ -20,10 +20,10 @@ import org.apache.spark.unsafe.hash.Murmur3_x86_32
  *
  * An open-addressing table whose slot is one long: the key's Murmur3 hash, where its bytes
  * are in one shared byte array (the arena: a length, then the bytes) and its state. A probe
- * then reads one slot and, when the hash matches, one place in the arena; with a table of
- * byte-array references, hashes and states apart, a profile of the 1M-key benchmark had the
- * probes at 80 of the table's 118 task samples (cache misses), and each key noted was an
- * array of its own. A written key keeps its slot, marked unknown, so nothing is ever removed.
+ * then reads one slot and, when the hash matches, one place in the arena, and a noted key is
+ * no array of its own. With references, hashes and states in three arrays, checking 100,000
+ * keys took 13.1-13.6 ms against 9.0-9.1 ms this way (`ReadKeysBench`). A written key keeps
+ * its slot, marked unknown, so nothing is ever removed.
  *
  * A batch reads every key, checks it and writes it, so the table and the arena are sized for
  * the last batch's keys when a batch starts (growing them key by key rehashed ten times a
