@@ -22,6 +22,7 @@ from rockstate.encoding.unsaferow import decode_rows
 from rockstate.errors import CorruptCheckpointError, RockstateError
 from rockstate.tools.read import store_entries
 from rockstate.tools.verify import verify
+from support.sst_packs import join_into_one_pack
 
 FIXTURES = Path(__file__).parent / "fixtures" / "checkpoint-format"
 FORMATS = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
@@ -174,3 +175,66 @@ def test_transform_with_state_fixture_reads_as_spark_read_it(fixture: str,
         var = path.rsplit("=", 1)[-1]
         back = ds.dataset(path, partitioning="hive").to_table()
         assert back.num_rows == read_state(ckpt, state_var=var).num_rows > 0, var
+
+
+def _one_pack(loc: CheckpointLocation) -> tuple[Path, int]:
+    """The v5 fixture's two packs (one SST each) joined into one pack of two members; returns
+    the pack and its second member's offset."""
+    (store,) = loc.stores(0)
+    pack, starts = join_into_one_pack(Path(store.path))
+    assert len(starts) == 2
+    return pack, max(starts.values())
+
+
+def test_a_pack_of_several_members_reads_and_verifies_by_range(tmp_path: Path) -> None:
+    """Each member is read by its range of the pack: every version reads to its recorded
+    bytes, and damage to one member is named, with only the versions that need it."""
+    expected = json.loads((FIXTURES / "v5" / "expected.json").read_text())
+    loc = checkpoint_of("v5", tmp_path)
+    (store,) = loc.stores(0)
+    pack, offset = _one_pack(loc)
+    for version in range(1, 5):
+        stored = {k: seal(k, v) for k, v in store_entries(loc, store, version).items()}
+        assert sorted([k.hex(), v.hex()] for k, v in stored.items()) == \
+            expected["versions"][str(version)]
+    report = verify(loc.url)
+    assert report.ok, [str(p) for p in report.problems]
+    intact = pack.read_bytes()
+
+    def damaged(at: int) -> list[tuple[str, tuple[int, ...], str]]:
+        data = bytearray(intact)
+        data[at] ^= 0x40
+        pack.write_bytes(bytes(data))
+        return [(p.path, p.versions, p.what) for p in verify(loc.url).problems]
+
+    # The second member is only the newest snapshot's (no version names it yet).
+    ((path, versions, what),) = damaged(offset + 7)
+    assert (path, versions) == (f"sst/{pack.name}", ())
+    assert what.startswith(f"the SST at offset {offset}: CRC32"), what
+    # The first is shared by both snapshots: the versions restored from it are named.
+    ((path, versions, what),) = damaged(7)
+    assert path == f"sst/{pack.name}" and versions and what.startswith("the SST at offset 0:")
+    with pytest.raises(CorruptCheckpointError, match="offset 0"):
+        store_entries(loc, store, versions[0])
+    pack.write_bytes(intact[:offset + 3])  # cut inside the second member
+    problems = verify(loc.url).problems
+    assert [p.what for p in problems] == [f"the SST at offset {offset}: size 3, the manifest "
+                                          f"says {len(intact) - offset} (truncated or replaced)"]
+
+
+def test_a_manifest_placing_a_member_outside_its_pack_is_corrupt(tmp_path: Path) -> None:
+    loc = checkpoint_of("v5", tmp_path)
+    (store,) = loc.stores(0)
+    _, offset = _one_pack(loc)
+    (path,) = [p for p in (Path(store.path) / "snapshots").glob("4-*.json")]
+    original = json.loads(path.read_bytes())
+    edits = {"outside its pack": lambda d: d["files"][1]["inPack"].update(offset=offset + 1),
+             "several sizes": lambda d: d["files"][1]["inPack"].update(packSize=10**6),
+             "only format 5": lambda d: d.update(formatVersion=4),
+             "both as a file and as a pack": lambda d: d["files"][0].pop("inPack")}
+    for why, edit in edits.items():
+        doc = json.loads(json.dumps(original))
+        edit(doc)
+        path.write_text(json.dumps(doc))
+        with pytest.raises(CorruptCheckpointError, match=why):
+            loc.snapshot_manifest(store, f"snapshots/{path.name}", "the test")

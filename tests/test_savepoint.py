@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import rockstate
 from rockstate.tools.savepoint import SAVEPOINT_FILE, SAVEPOINT_FORMAT, check_savepoint
 from support.queries import BATCHES, SCHEMA, join, sided, total_by_key
 from support.savepoints import Relocation, digest
+from support.sst_packs import join_into_one_pack
 from support.streams import assert_same_as_oracle
 
 FIXTURE = Path(__file__).parent / "fixtures" / "transform-with-state" / "spark-4.0" / "checkpoint"
@@ -142,6 +144,40 @@ def test_a_damaged_savepoint_is_reported_and_not_restored(tmp_path: Path):
     (tmp_path / "sp" / SAVEPOINT_FILE).unlink()
     with pytest.raises(rockstate.RockstateError, match="not a savepoint"):
         rockstate.read_savepoint(str(tmp_path / "sp"))
+
+
+def test_a_savepoint_checks_each_packed_sst_by_its_range(tmp_path: Path):
+    """Format 5 keeps small SSTs in packs: a savepoint copies a pack whole and checks every
+    member against its own CRC32, at the source and in the copy."""
+    ckpt = _fixture_copy(tmp_path)
+    (store,) = {p.parent.parent for p in ckpt.glob("state/*/*/**/snapshots/*.json")}
+    # Its SST after 1000 bytes of a member no snapshot names any more.
+    pack, starts = join_into_one_pack(store, lead=1000)
+    (offset,) = starts.values()
+    assert offset == 1000
+    sp = rockstate.savepoint(str(ckpt), str(tmp_path / "sp"))
+    rel = str(pack.relative_to(ckpt))
+    assert rel in {f.path for f in sp.files} and check_savepoint(str(tmp_path / "sp")) == []
+    for name in ("total", "items", "counts"):
+        assert rockstate.read_state(str(tmp_path / "sp"), state_var=name).to_pylist() == \
+            rockstate.read_state(str(FIXTURE), state_var=name).to_pylist()
+    # The copy damaged inside the member, the savepoint's own listing made to match.
+    copy = tmp_path / "sp" / rel
+    data = bytearray(copy.read_bytes())
+    data[offset + 3] ^= 0x10
+    copy.write_bytes(bytes(data))
+    listing = json.loads((tmp_path / "sp" / SAVEPOINT_FILE).read_text())
+    for f in listing["files"]:
+        if f["path"] == rel:
+            f["crc32"] = zlib.crc32(data)
+    (tmp_path / "sp" / SAVEPOINT_FILE).write_text(json.dumps(listing))
+    (problem,) = check_savepoint(str(tmp_path / "sp"))
+    assert rel in problem and f"the SST at offset {offset} has CRC32" in problem
+    # The source damaged the same way: nothing is saved.
+    pack.write_bytes(bytes(data))
+    with pytest.raises(rockstate.CorruptCheckpointError, match=f"the SST at offset {offset}"):
+        rockstate.savepoint(str(ckpt), str(tmp_path / "sp2"))
+    assert not (tmp_path / "sp2").exists()
 
 
 def test_cli_takes_verifies_and_restores_a_savepoint(tmp_path: Path, capsys):

@@ -16,7 +16,7 @@ from rockstate.checkpoint.paths import file_name, relative_path
 from rockstate.encoding import decompress
 from rockstate.errors import CorruptCheckpointError
 
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 CHANGELOG_MAGIC = b"RSCL"
 VERSION_MAGIC = b"RSVF"
 VERSION_END = b"RSVE"
@@ -31,12 +31,32 @@ __all__ = ["CorruptCheckpointError"]  # re-exported: the error the readers raise
 
 
 @dataclass(frozen=True)
+class PackSlice:
+    """Where a packed SST lies in its pack (format 5): from ``offset`` of the ``pack_size``-byte
+    object at the file's path."""
+
+    offset: int
+    pack_size: int
+
+
+@dataclass(frozen=True)
 class StateFile:
     local_name: str
     path: str
     size: int
     crc32: int
     kind: str  # "sst" or "meta"
+    in_pack: PackSlice | None = None  # format 5: ``size`` bytes of the pack at ``path``
+
+    @property
+    def key(self) -> tuple[str, int | None]:
+        """What identifies its bytes: the path, and the offset inside it for a pack member."""
+        return (self.path, self.in_pack.offset if self.in_pack else None)
+
+    @property
+    def object_size(self) -> int:
+        """The size of the object at ``path`` (the whole pack, for a member)."""
+        return self.in_pack.pack_size if self.in_pack else self.size
 
 
 @dataclass(frozen=True)
@@ -131,12 +151,45 @@ def load_document(data: bytes, where: str, newest: int = FORMAT_VERSION,
     return doc
 
 
-def _files(items: list, where: str) -> tuple[StateFile, ...]:
-    return tuple(StateFile(file_name(f["localName"], f"{where} (files[{i}].localName)"),
-                           relative_path(f["path"], f"{where} (files[{i}].path)"),
-                           _length(f["size"], f"{where} (files[{i}].size)"), int(f["crc32"]),
-                           f["kind"])
-                 for i, f in enumerate(items))
+def _files(items: list, where: str, fmt: int = FORMAT_VERSION) -> tuple[StateFile, ...]:
+    files = tuple(StateFile(file_name(f["localName"], f"{where} (files[{i}].localName)"),
+                            relative_path(f["path"], f"{where} (files[{i}].path)"),
+                            _length(f["size"], f"{where} (files[{i}].size)"), int(f["crc32"]),
+                            f["kind"], _pack_slice(f, i, where, fmt))
+                  for i, f in enumerate(items))
+    sizes: dict[str, set[int]] = {}
+    for f in files:
+        if f.in_pack is not None:
+            sizes.setdefault(f.path, set()).add(f.in_pack.pack_size)
+    for path, found in sizes.items():
+        if len(found) > 1:
+            raise CorruptCheckpointError(
+                f"manifest {where} gives pack {path} several sizes ({sorted(found)}); it is "
+                "corrupt.")
+    plain = {f.path for f in files if f.in_pack is None}
+    if plain & sizes.keys():
+        raise CorruptCheckpointError(
+            f"manifest {where} names {sorted(plain & sizes.keys())[0]} both as a file and as "
+            "a pack; it is corrupt.")
+    return files
+
+
+def _pack_slice(f: dict, i: int, where: str, fmt: int) -> PackSlice | None:
+    """A file's ``inPack`` (format 5), checked to lie inside its pack."""
+    ref = f.get("inPack")
+    if ref is None:
+        return None
+    if fmt < 5 or not isinstance(ref, dict):
+        raise CorruptCheckpointError(
+            f"manifest {where} of format {fmt} names a packed file (files[{i}].inPack), which "
+            "only format 5 has; it is corrupt.")
+    offset, pack_size, size = int(ref["offset"]), int(ref["packSize"]), int(f["size"])
+    if offset < 0 or pack_size < 0 or size < 0 or offset > pack_size - size:
+        raise CorruptCheckpointError(
+            f"manifest {where}, files[{i}] ({f['path']}) lies outside its pack: {size} bytes at "
+            f"offset {offset} of a {pack_size}-byte pack. The manifest is corrupt; restore it "
+            "from a trusted copy.")
+    return PackSlice(offset, pack_size)
 
 
 def _length(value: object, where: str) -> int:
@@ -309,7 +362,7 @@ def parse_snapshot_manifest(data: bytes, where: str) -> SnapshotManifest:
             num_keys=int(doc["numKeys"]),
             use_column_families=bool(doc["useColumnFamilies"]),
             column_families=_families(doc["columnFamilies"]),
-            files=_files(doc["files"], where),
+            files=_files(doc["files"], where, doc["formatVersion"]),
             stats=doc.get("stats") or {},
             meta_pack=_meta_pack_ref(doc["metaPack"], where) if doc["formatVersion"] >= 3
             else None,

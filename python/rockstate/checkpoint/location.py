@@ -17,6 +17,7 @@ import fsspec
 
 from rockstate.checkpoint.format import (
     SnapshotManifest,
+    StateFile,
     VersionManifest,
     parse_snapshot_manifest,
     parse_version_file,
@@ -119,19 +120,34 @@ class CheckpointLocation:
         return self._cat(join_within(store.path, relative, f"{needed_by} of {store}"),
                          f"{needed_by} of {store}")
 
+    def read_state_file(self, store: StoreRef, f: StateFile, needed_by: str) -> bytes:
+        """A snapshot file's bytes, not yet checked: the whole file, or a pack member's range
+        of its pack (one ranged read; a pack cut short gives fewer bytes, which the caller's
+        size check names)."""
+        if f.in_pack is None:
+            return self.read(store, f.path, needed_by)
+        where = f"{needed_by} of {store}"
+        start = f.in_pack.offset
+        return self._cat(join_within(store.path, f.path, where), where,
+                         (start, start + f.size))
+
     def read_file(self, relative: str, needed_by: str) -> bytes:
         """A file of the checkpoint, by its path inside it (checked to stay inside it)."""
         return self._cat(join_within(self.root, relative, needed_by), needed_by)
 
-    def _cat(self, path: str, needed_by: str) -> bytes:
-        """A file's bytes; missing, a directory or (on a local disk) a symlink, which could
-        lead anywhere, is CorruptCheckpointError naming what needs it."""
+    def _cat(self, path: str, needed_by: str,
+             byte_range: tuple[int, int] | None = None) -> bytes:
+        """A file's bytes (those of ``byte_range``, start and end, when given); missing, a
+        directory or (on a local disk) a symlink, which could lead anywhere, is
+        CorruptCheckpointError naming what needs it."""
         if self._local and os.path.islink(path):
             raise CorruptCheckpointError(
                 f"{path}, needed by {needed_by}, is a symbolic link; rockstate does not follow "
                 "links in a checkpoint. Replace it with the file itself.")
         try:
-            return self.fs.cat_file(path)
+            if byte_range is None:
+                return self.fs.cat_file(path)
+            return self.fs.cat_file(path, start=byte_range[0], end=byte_range[1])
         except FileNotFoundError:
             raise CorruptCheckpointError(
                 f"{path}, needed by {needed_by}, is missing from the checkpoint location."

@@ -109,12 +109,13 @@ def _stage_files(loc: CheckpointLocation, store: StoreRef, files: tuple[StateFil
                  into: Path, version: int) -> None:
     """Copies a snapshot's files into ``into``, each checked against its size and CRC32."""
     for f in files:
-        data = loc.read(store, f.path, f"version {version}")
+        data = loc.read_state_file(store, f, f"version {version}")
         if len(data) != f.size or zlib.crc32(data) != f.crc32:
+            member = f" (the SST at offset {f.in_pack.offset})" if f.in_pack else ""
             raise CorruptCheckpointError(
-                f"{posixpath.join(store.path, f.path)}, needed by version {version} of {store}, "
-                f"does not match its manifest (size {len(data)} vs {f.size}); the checkpoint "
-                "is damaged. Run `rockstate verify` to see what else is.")
+                f"{posixpath.join(store.path, f.path)}{member}, needed by version {version} of "
+                f"{store}, does not match its manifest (size {len(data)} vs {f.size}); the "
+                "checkpoint is damaged. Run `rockstate verify` to see what else is.")
         local_within(into, f.local_name, f"the manifest of version {version} of {store}"
                      ).write_bytes(data)
 

@@ -53,6 +53,29 @@ class SavepointFile:
 
 
 @dataclass(frozen=True)
+class Recorded:
+    """What a rockstate store's manifests record of one file: its size and CRC32 or, for a pack
+    of SSTs (format 5), its size and each member's offset, size and CRC32."""
+
+    size: int
+    crc32: int | None  # None for a pack: its members are checked
+    members: tuple[tuple[int, int, int], ...] = ()
+
+    def problem(self, data: bytes) -> str | None:
+        """How ``data`` differs from what is recorded, or None."""
+        if len(data) != self.size or (self.crc32 is not None and zlib.crc32(data) != self.crc32):
+            crc = "" if self.crc32 is None else f" with CRC32 {self.crc32}"
+            return (f"{len(data)} bytes with CRC32 {zlib.crc32(data)}, its store's manifest "
+                    f"records {self.size} bytes{crc}")
+        for offset, size, crc32 in self.members:
+            found = zlib.crc32(memoryview(data)[offset:offset + size])
+            if found != crc32:
+                return (f"the SST at offset {offset} has CRC32 {found}, its store's manifest "
+                        f"records {crc32}")
+        return None
+
+
+@dataclass(frozen=True)
 class Savepoint:
     """What ``_savepoint.json`` records."""
 
@@ -146,18 +169,15 @@ def _read_source(loc: CheckpointLocation, rel: str, batch: int) -> bytes:
 
 
 def _check_against_manifest(loc: CheckpointLocation, rel: str, data: bytes,
-                            expected: tuple[int, int] | None) -> None:
+                            expected: Recorded | None) -> None:
     """A file a rockstate store's manifest describes must be the file it describes: a damaged
     source is never saved (and then reported as checked)."""
-    if expected is None:
-        return
-    size, crc = expected
-    if len(data) != size or zlib.crc32(data) != crc:
+    problem = expected.problem(data) if expected is not None else None
+    if problem:
         raise CorruptCheckpointError(
-            f"{loc.path(rel)} is damaged in the checkpoint: {len(data)} bytes with CRC32 "
-            f"{zlib.crc32(data)}, its store's manifest records {size} bytes with CRC32 {crc}. "
-            "Nothing was saved; restore the file from a backup, or run `rockstate verify` to "
-            "see what else is damaged.")
+            f"{loc.path(rel)} is damaged in the checkpoint: {problem}. Nothing was saved; "
+            "restore the file from a backup, or run `rockstate verify` to see what else is "
+            "damaged.")
 
 
 def read_savepoint(location: str | CheckpointLocation,
@@ -232,13 +252,21 @@ def check_savepoint(location: str | CheckpointLocation,
             if f is None:
                 problems.append(f"{rel}/{p}: needed by version {sp.state_version} of {store}, "
                                 "not listed")
-            elif expected is not None and (f.size, f.crc32) != expected:
+            elif expected is not None and (problem := _listed_problem(loc, f, expected)):
                 # The listing agrees with the file, but not with the store's own manifest:
                 # the file was replaced and the listing written to match it.
-                problems.append(f"{rel}/{p}: {f.size} bytes with CRC32 {f.crc32}, the store's "
-                                f"manifest records {expected[0]} bytes with CRC32 "
-                                f"{expected[1]} (damaged)")
+                problems.append(f"{rel}/{p}: {problem} (damaged)")
     return problems
+
+
+def _listed_problem(loc: CheckpointLocation, f: SavepointFile, expected: Recorded) -> str | None:
+    """How a savepoint's file differs from its store's manifest: by the listing's size and
+    CRC32, or for a pack by its members' bytes (read again)."""
+    if not expected.members:
+        return None if (f.size, f.crc32) == (expected.size, expected.crc32) else (
+            f"{f.size} bytes with CRC32 {f.crc32}, the store's manifest records "
+            f"{expected.size} bytes with CRC32 {expected.crc32}")
+    return expected.problem(loc.read_file(f.path, "the savepoint's check"))
 
 
 def restore(savepoint_url: str, checkpoint: str, *, new_query_id: bool = True,
@@ -338,7 +366,7 @@ def _number(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _files_of(loc: CheckpointLocation, batch: int) -> dict[str, tuple[int, int] | None]:
+def _files_of(loc: CheckpointLocation, batch: int) -> dict[str, Recorded | None]:
     """Every path (relative to the checkpoint) restarting after ``batch`` needs, with the size
     and CRC32 a rockstate store's manifest records for it (None: nothing records one)."""
     out: list[str] = ["metadata"]
@@ -350,7 +378,7 @@ def _files_of(loc: CheckpointLocation, batch: int) -> dict[str, tuple[int, int] 
                                      " is missing; the checkpoint is damaged.")
     out += _batch_files(loc, "sources", batch)
     rockstate_stores = {s.path: s for s in loc.stores()}
-    expected: dict[str, tuple[int, int] | None] = {}
+    expected: dict[str, Recorded | None] = {}
     for op in loc.operators():
         base = f"state/{op}"
         out += _batch_files(loc, f"{base}/_metadata", batch)
@@ -379,11 +407,11 @@ def _batch_files(loc: CheckpointLocation, top: str, batch: int) -> list[str]:
 
 
 def _partition_files(loc: CheckpointLocation, part: str, rockstate_stores: dict[str, StoreRef],
-                     version: int) -> dict[str, tuple[int, int] | None]:
+                     version: int) -> dict[str, Recorded | None]:
     path = loc.path(part)
     stores = [s for p, s in rockstate_stores.items()
               if p == path or posixpath.dirname(p) == path]
-    out: dict[str, tuple[int, int] | None] = {}
+    out: dict[str, Recorded | None] = {}
     for s in stores:
         rel = posixpath.relpath(s.path, loc.root)
         out.update({posixpath.join(rel, f): e for f, e in _store_files(loc, s, version).items()})
@@ -401,7 +429,7 @@ def _partition_files(loc: CheckpointLocation, part: str, rockstate_stores: dict[
 
 
 def _store_files(loc: CheckpointLocation, store: StoreRef, version: int
-                 ) -> dict[str, tuple[int, int] | None]:
+                 ) -> dict[str, Recorded | None]:
     """The files (relative to the store) that ``version`` of a rockstate store needs, with the
     size and CRC32 its manifests record: its version file (checked whole when read here),
     its lineage, its snapshot manifest and the snapshot's files."""
@@ -410,15 +438,20 @@ def _store_files(loc: CheckpointLocation, store: StoreRef, version: int
                                      "does not hold the state its last committed batch made.")
     entry = loc.landed(store, version)
     m = loc.manifest(store, version, entry)
-    out: dict[str, tuple[int, int] | None] = {entry.path: None}
+    out: dict[str, Recorded | None] = {entry.path: None}
     for f in m.files:  # format 1: the full snapshot
-        out.setdefault(f.path, (f.size, f.crc32))
+        out.setdefault(f.path, Recorded(f.size, f.crc32))
     for c in m.changelogs:
-        out.setdefault(c.path, (c.size, c.crc32))
+        out.setdefault(c.path, Recorded(c.size, c.crc32))
     if m.snapshot is not None:
         out.setdefault(m.snapshot.path, None)
         snapshot = loc.snapshot_manifest(store, m.snapshot.path, f"version {version}")
         snapshot.meta_files(posixpath.join(store.path, m.snapshot.path))  # checked, unpacked
         for f in snapshot.files:
-            out.setdefault(f.path, (f.size, f.crc32))
+            if f.in_pack is None:
+                out.setdefault(f.path, Recorded(f.size, f.crc32))
+            else:
+                pack = out.get(f.path) or Recorded(f.in_pack.pack_size, None)
+                out[f.path] = Recorded(pack.size, None, (*pack.members,
+                                                         (f.in_pack.offset, f.size, f.crc32)))
     return out

@@ -16,7 +16,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rockstate.checkpoint.format import SnapshotManifest, changelog_records, changes_of
+from rockstate.checkpoint.format import (
+    PackSlice,
+    SnapshotManifest,
+    StateFile,
+    changelog_records,
+    changes_of,
+)
 from rockstate.checkpoint.location import CheckpointLocation, StoreRef, VersionEntry, open_location
 from rockstate.checkpoint.model import parse_checkpoint_metadata
 from rockstate.encoding import row_checksum
@@ -160,17 +166,17 @@ def _check_store(loc: CheckpointLocation, store: StoreRef, report: VerifyReport,
                  entries: list[VersionEntry], snapshot_paths: list[str]) -> None:
     """One check of a store whose version entries and snapshot manifests were listed."""
     name = str(store)
-    # path -> (size, crc32, kind, versions needing it)
-    needed: dict[str, tuple[int, int, str, set[int]]] = {}
+    # (path, offset in its pack or None) -> (size, crc32, kind, pack slice, versions needing it)
+    needed: dict[tuple[str, int | None], tuple[int, int, str, PackSlice | None, set[int]]] = {}
     snapshots: dict[str, set[int]] = {p: set() for p in snapshot_paths}
     # Changelogs and snapshots of stores with row checksums -> how many bytes of each key are
     # its family id.
     checksummed: dict[str, int] = {}
 
-    def need(path: str, size: int, crc: int, kind: str, version: int | None) -> None:
-        entry = needed.setdefault(path, (size, crc, kind, set()))
-        if version is not None:
-            entry[3].add(version)
+    def need(path: str, size: int, crc: int, kind: str, versions: set[int],
+             in_pack: PackSlice | None = None) -> None:
+        key = (path, in_pack.offset if in_pack else None)
+        needed.setdefault(key, (size, crc, kind, in_pack, set()))[4].update(versions)
 
     for v in sorted({e.version for e in entries}):
         report.versions += 1
@@ -186,10 +192,10 @@ def _check_store(loc: CheckpointLocation, store: StoreRef, report: VerifyReport,
             report.problems.append(Problem(name, entry.path, str(e), (v,)))
             continue
         for f in m.files:  # format 1
-            need(f.path, f.size, f.crc32, f.kind, v)
+            need(f.path, f.size, f.crc32, f.kind, {v})
         key_from = len(family_prefix(0)) if m.use_column_families else 0
         for c in m.changelogs:
-            need(c.path, c.size, c.crc32, "changelog", v)
+            need(c.path, c.size, c.crc32, "changelog", {v})
             if m.row_checksums:
                 checksummed[c.path] = key_from
         if m.snapshot:
@@ -206,19 +212,20 @@ def _check_store(loc: CheckpointLocation, store: StoreRef, report: VerifyReport,
             continue
         manifests[path] = s
         for f in s.files:
-            need(f.path, f.size, f.crc32, f.kind, None)
-            needed[f.path][3].update(versions)
+            need(f.path, f.size, f.crc32, f.kind, versions, f.in_pack)
     damaged = set()
-    for path, (size, crc, kind, versions) in sorted(needed.items()):
-        problem = _check_file(loc, store, path, size, crc, kind, checksummed.get(path))
+    for key, (size, crc, kind, in_pack, versions) in sorted(
+            needed.items(), key=lambda item: (item[0][0], item[0][1] or 0)):
+        path = key[0]
+        problem = _check_file(loc, store, path, size, crc, kind, checksummed.get(path), in_pack)
         report.files_checked += 1
         report.bytes_checked += size
         if problem:
-            damaged.add(path)
+            damaged.add(key)
             report.problems.append(Problem(name, path, problem, tuple(sorted(versions))))
     for path, s in manifests.items():
         versions = snapshots[path]
-        if versions and not any(f.path in damaged for f in s.files):
+        if versions and not any(f.key in damaged for f in s.files):
             problem = _open_snapshot(loc, store, s, path, min(versions), checksummed.get(path))
             if problem:
                 report.problems.append(Problem(name, path, problem, tuple(sorted(versions))))
@@ -259,19 +266,22 @@ ROWS_PER_CHECK = 8192
 
 
 def _check_file(loc: CheckpointLocation, store: StoreRef, path: str, size: int, crc: int,
-                kind: str, row_checksums_from: int | None = None) -> str | None:
-    """What is wrong with a file, or None. A changelog is parsed record by record; with
-    ``row_checksums_from`` (its store's values carry row checksums; the key bytes before it are
-    a family id) every value it writes is checked against its checksum."""
+                kind: str, row_checksums_from: int | None = None,
+                in_pack: PackSlice | None = None) -> str | None:
+    """What is wrong with a file (or, ``in_pack``, with an SST's range of a pack), or None. A
+    changelog is parsed record by record; with ``row_checksums_from`` (its store's values carry
+    row checksums; the key bytes before it are a family id) every value it writes is checked
+    against its checksum."""
+    member = f"the SST at offset {in_pack.offset}: " if in_pack else ""
     try:
-        data = loc.read(store, path, "verify")
+        data = loc.read_state_file(store, StateFile("", path, size, crc, kind, in_pack), "verify")
     except CorruptCheckpointError:
         return "missing"
     if len(data) != size:
-        return f"size {len(data)}, the manifest says {size} (truncated or replaced)"
+        return f"{member}size {len(data)}, the manifest says {size} (truncated or replaced)"
     found = zlib.crc32(data)
     if found != crc:
-        return f"CRC32 {found}, the manifest says {crc} (damaged)"
+        return f"{member}CRC32 {found}, the manifest says {crc} (damaged)"
     try:
         if kind == "changelog":
             records = changelog_records(changes_of(data, path, path), path)

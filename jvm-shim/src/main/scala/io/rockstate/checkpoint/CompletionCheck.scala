@@ -113,7 +113,9 @@ object CompletionCheck {
       case None => Some(s"snapshot manifest $path is missing at completion")
       case Some(bytes) =>
         val snapshot: SnapshotManifest = VersionManifest.snapshotFromJson(bytes, path)
-        snapshot.files.find(f => !listing.length(f.path).contains(f.size))
+        // A packed SST is checked by its pack's size: the listing has objects, not members.
+        snapshot.files.find(f =>
+          !listing.length(f.path).contains(f.inPack.fold(f.size)(_.packSize)))
           .map(f => s"file ${a.storeDir}/${f.path} of snapshot $path is missing or has the " +
             "wrong size at completion")
     }

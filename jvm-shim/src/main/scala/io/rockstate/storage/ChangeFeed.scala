@@ -79,8 +79,8 @@ final class ChangeFeed(remote: StoreCheckpointDir, restore: SnapshotRestore,
     // A lineage link is checked whole against the CRC32 its lineage recorded; a listed file
     // against the CRC32 in its own trailer.
     val (file, path, size, crc, listed) = source match {
-      case Linked(ref) => (fetch(ref.path, ref.size, ref.crc32), ref.path, ref.size, ref.crc32,
-        false)
+      case Linked(ref) =>
+        (fetch(RemoteFile(ref.path, ref.size, ref.crc32)), ref.path, ref.size, ref.crc32, false)
       case Listed(v, p) =>
         val entry = entryOf(v, p)
         if (entry.isLegacy) {

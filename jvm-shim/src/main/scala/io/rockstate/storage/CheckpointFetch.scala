@@ -15,25 +15,25 @@ final class CheckpointFetch(local: LocalStoreFiles, remote: StoreCheckpointDir,
   def bytes: Long = synchronized(downloadedBytes)
   def files: Int = synchronized(downloadedFiles)
 
-  /** The local copy of `path`, checked against its size and CRC32. */
-  def apply(path: String, size: Long, crc32: Long): File = {
-    val (file, downloaded) = local.fetch(remote, path, size, crc32, neededBy)
+  /** The local copy of `file`, checked against its size and CRC32. */
+  def apply(file: RemoteFile): File = {
+    val (copy, downloaded) = local.fetch(remote, file, neededBy)
     count(downloaded)
-    file
+    copy
   }
 
   /**
    * Fetches files on `downloadThreads` threads; the first failure (a missing or damaged file)
    * is rethrown as it is once every fetch has ended.
    */
-  def prefetch(wanted: Seq[(String, Long, Long)]): Unit = {
-    val distinct = wanted.distinctBy(_._1)
+  def prefetch(wanted: Seq[RemoteFile]): Unit = {
+    val distinct = wanted.distinctBy(_.cacheKey)
     if (distinct.size <= 1 || conf.downloadThreads <= 1) {
-      distinct.foreach { case (p, s, c) => apply(p, s, c) }
+      distinct.foreach(apply)
     } else {
-      val futures = distinct.map { case (p, s, c) =>
+      val futures = distinct.map { f =>
         DownloadPool.pool(conf.downloadThreads).submit(new Callable[Long] {
-          def call(): Long = local.fetch(remote, p, s, c, neededBy)._2
+          def call(): Long = local.fetch(remote, f, neededBy)._2
         })
       }
       val results = futures.map { f =>

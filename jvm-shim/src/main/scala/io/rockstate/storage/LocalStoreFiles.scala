@@ -31,17 +31,23 @@ final class LocalStoreFiles private (val dir: File, base: File, maxCacheBytes: L
   private val cacheDir = new File(dir, "cache")
   Files.createDirectories(cacheDir.toPath)
 
-  /** The cache's copy of checkpoint path `path` (checked: it names a file in the cache). */
-  def cached(path: String): File = CheckpointPath.localFile(cacheDir,
-    CheckpointPath.relative(path, s"a file name cached in $cacheDir").replace('/', '_'),
+  /**
+   * The cache's copy of checkpoint file `key` (a path, or a pack member's `RemoteFile.cacheKey`;
+   * checked: it names a file in the cache).
+   */
+  def cached(key: String): File = CheckpointPath.localFile(cacheDir,
+    CheckpointPath.relative(key, s"a file name cached in $cacheDir").replace('/', '_'),
     s"a file name cached in $cacheDir")
 
   /** A fresh private directory or file name under the store's local directory. */
   def newWorkPath(prefix: String): File = new File(dir, s"$prefix-${UUID.randomUUID()}")
 
-  /** Puts a local file just uploaded with `crc32` into the cache; hard link, no copy. */
-  def adopt(local: File, path: String, crc32: Long): Unit = {
-    val target = cached(path)
+  /**
+   * Puts a local file just uploaded with `crc32` into the cache, as `key` (its path, or a pack
+   * member's cache key); hard link, no copy.
+   */
+  def adopt(local: File, key: String, crc32: Long): Unit = {
+    val target = cached(key)
     try Files.createLink(target.toPath, local.toPath) catch {
       case _: FileAlreadyExistsException => // the same immutable file, cached already
     }
@@ -49,23 +55,23 @@ final class LocalStoreFiles private (val dir: File, base: File, maxCacheBytes: L
     LocalStoreFiles.markUsed(target)
   }
 
-  /** Marks the cached copy of `path` as used now (a snapshot just published shares it). */
-  def touch(path: String): Unit = LocalStoreFiles.markUsed(cached(path))
+  /** Marks the cached copy of `key` as used now (a snapshot just published shares it). */
+  def touch(key: String): Unit = LocalStoreFiles.markUsed(cached(key))
 
   /**
    * The cached copy of a checkpoint file, downloaded and checked first when absent; returns it
    * with the number of bytes downloaded (0 on a cache hit).
    */
-  def fetch(remote: StoreCheckpointDir, path: String, size: Long, crc32: Long,
-      neededBy: String): (File, Long) = {
-    val target = cached(path)
+  def fetch(remote: StoreCheckpointDir, file: RemoteFile, neededBy: String): (File, Long) = {
+    val (size, crc32) = (file.size, file.crc32)
+    val target = cached(file.cacheKey)
     if (isPlainFile(target) && target.length == size && LocalStoreFiles.intact(target, crc32)) {
       LocalStoreFiles.markUsed(target)
       (target, 0L)
     } else {
       val part = newWorkPath("download")
       try {
-        remote.download(path, size, crc32, neededBy, part)
+        remote.download(file, neededBy, part)
         Files.move(part.toPath, target.toPath, StandardCopyOption.REPLACE_EXISTING,
           StandardCopyOption.ATOMIC_MOVE)
       } finally part.delete()
@@ -108,12 +114,14 @@ final class LocalStoreFiles private (val dir: File, base: File, maxCacheBytes: L
    * Drops cached files whose checkpoint path is not in `keep`, except those this JVM used
    * since `since` (`System.nanoTime`): `keep` comes from a cleanup's listing taken then, and a
    * snapshot published after it (its files adopted or shared, a later version built on it) is
-   * in no such listing.
+   * in no such listing. A pack member is kept while its pack is.
    */
   def prune(keep: Set[String], since: Long): Unit = {
     val names = keep.map(_.replace('/', '_'))
     Option(cacheDir.listFiles()).getOrElse(Array.empty[File]).foreach { f =>
-      if (!names.contains(f.getName) && !LocalStoreFiles.usedSince(f, since)) {
+      val pack = LocalStoreFiles.packOf(f.getName)
+      if (!names.contains(f.getName) && !pack.exists(names.contains) &&
+        !LocalStoreFiles.usedSince(f, since)) {
         f.delete()
         LocalStoreFiles.forget(f)
       }
@@ -151,6 +159,14 @@ object LocalStoreFiles extends Logging {
     users.merge(dir.getAbsoluteFile, 1, (a: Integer, b: Integer) => Integer.valueOf(a + b))
     bases.add(base.getAbsoluteFile)
     new LocalStoreFiles(dir, base, maxCacheMB * 1024 * 1024)
+  }
+
+  /** The pack of a cached member (its flattened `RemoteFile.cacheKey`), if it is one. */
+  private def packOf(name: String): Option[String] = {
+    val at = name.lastIndexOf(RemoteFile.MemberMark)
+    val offset = name.substring(at + 1)
+    if (at > 0 && offset.nonEmpty && offset.forall(_.isDigit) && name.substring(0, at)
+      .endsWith(SstPacks.Suffix)) Some(name.substring(0, at)) else None
   }
 
   // Local roots stores of this JVM use (for the cache-size metric).

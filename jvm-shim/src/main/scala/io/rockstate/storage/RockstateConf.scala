@@ -24,6 +24,7 @@ final case class RockstateConf(
     changelogCompression: String,
     snapshotUploadThreads: Int,
     downloadThreads: Int,
+    sstPackMB: Long,
     localRecovery: Boolean,
     localDir: String,
     checkpointsRetained: Int,
@@ -83,6 +84,9 @@ object RockstateConf {
   val ChangelogCompression = Prefix + "changelogCompression"
   val SnapshotUploadThreads = Prefix + "snapshotUploadThreads"
   val DownloadThreads = Prefix + "downloadThreads"
+  // Snapshots upload their new SSTs of at most this many MB packed together, in objects of at
+  // most this size (`SstPacks`); 0 uploads every SST on its own.
+  val SstPackMB = Prefix + "sstPackMB"
   val LocalRecovery = Prefix + "localRecovery"
   val LocalDir = Prefix + "localDir"
   // The driver's checkpoint coordinator (read from the SparkConf when the driver starts).
@@ -131,6 +135,7 @@ object RockstateConf {
     ChangelogCompression -> "zstd",
     SnapshotUploadThreads -> "2",
     DownloadThreads -> "8",
+    SstPackMB -> "64",
     LocalRecovery -> "true",
     LocalDir -> "",
     CheckpointsRetained -> "3",
@@ -231,6 +236,7 @@ object RockstateConf {
       changelogCompression = oneOf(ChangelogCompression, Changelog.Codecs.keySet),
       snapshotUploadThreads = long(SnapshotUploadThreads, 1).toInt,
       downloadThreads = long(DownloadThreads, 1).toInt,
+      sstPackMB = long(SstPackMB, 0),
       localRecovery = bool(LocalRecovery),
       localDir = get(LocalDir),
       checkpointsRetained = long(CheckpointsRetained, 1).toInt,

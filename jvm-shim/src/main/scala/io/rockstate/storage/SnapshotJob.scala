@@ -5,10 +5,10 @@ import java.util.UUID
 
 /**
  * The asynchronous part of a snapshot (Flink's AsyncSnapshotCallable): upload the SST files of
- * a local checkpoint that no confirmed snapshot has, then the snapshot manifest, last, with
- * RocksDB's small files packed inside it (`MetaPack`). The synchronous part (flush and
- * hard-link checkpoint) happened on the task, at `takenAtNanos`; the orphan grace is counted
- * from there, queueing included.
+ * a local checkpoint that no confirmed snapshot has (small ones packed, `SstPacks`), then the
+ * snapshot manifest, last, with RocksDB's small files packed inside it (`MetaPack`). The
+ * synchronous part (flush and hard-link checkpoint) happened on the task, at `takenAtNanos`;
+ * the orphan grace is counted from there, queueing included.
  *
  * After the manifest is written the job checks what it relied on: that the manifests owning
  * the files it reused still exist, and that the whole upload stayed within half the orphan
@@ -42,32 +42,32 @@ final case class SnapshotJob(
     def uploadDelay(): Unit =
       if (background && conf.testUploadDelayMs > 0) Thread.sleep(conf.testUploadDelayMs)
     val (ssts, small) = files.partition(_.getName.endsWith(".sst"))
-    // (entry, the owner it is reused from) per SST
+    val reusable = ssts.flatMap(f => confirmed.reusable(f.getName, f.length).map(f.getName -> _))
+      .toMap
+    val fresh = ssts.filterNot(f => reusable.contains(f.getName))
+    val uploadedFiles = upload(fresh, () => uploadDelay())
+    // (entry, the owner it is reused from) per SST, in name order
     val entries = ssts.map { f =>
-      confirmed.reusable(f.getName, f.length) match {
+      reusable.get(f.getName) match {
         case Some((shared, owner)) => (shared, Some(owner))
-        case None =>
-          uploadDelay()
-          val path = s"sst/${f.getName.stripSuffix(".sst")}-${UUID.randomUUID()}.sst"
-          val (size, crc) = remote.upload(f, path)
-          (StateFile(f.getName, path, size, crc, "sst"), None)
+        case None => (uploadedFiles(f.getName), None)
       }
     }
     // RocksDB's small files go inside the manifest: no object of their own (an object store
     // charges per request and per listed file).
-    val pack = MetaPack.inline(small)
+    val metaPack = MetaPack.inline(small)
     // An upload that outlived half the orphan grace period may have lost files to another
     // executor's orphan sweep; abandon it rather than write a manifest naming them.
     if (conf.outlivedGrace(Elapsed.sinceMs(takenAtNanos))) throw outlived(version)
     val (reused, uploaded) = entries.partition(_._2.isDefined)
     val stats = manifest.stats.copy(
       asyncMs = Elapsed.sinceMs(start),
-      bytesUploaded = uploaded.map(_._1.size).sum + pack.size,
+      bytesUploaded = uploaded.map(_._1.size).sum + metaPack.size,
       bytesReused = reused.map(_._1.size).sum,
       filesUploaded = uploaded.size,
       filesReused = reused.size)
     val written = manifest.copy(files = entries.map(_._1), stats = stats,
-      createdAtMs = System.currentTimeMillis(), metaPack = Some(pack))
+      createdAtMs = System.currentTimeMillis(), metaPack = Some(metaPack))
     uploadDelay()
     val path = remote.writeSnapshotManifest(written)
     // Published; now check what it relied on (see the class comment).
@@ -84,12 +84,36 @@ final case class SnapshotJob(
     }
     uploaded.foreach { case (e, _) =>
       local.adopt(CheckpointPath.localFile(checkpoint, e.localName,
-        s"the local checkpoint of version $version, file ${e.path}"), e.path, e.crc32)
+        s"the local checkpoint of version $version, file ${e.path}"), e.remote.cacheKey, e.crc32)
     }
     // The shared files are cached already; a cleanup that listed before this manifest landed
     // may have freed their older owner, and must leave the cached copies to this snapshot.
-    reused.foreach { case (e, _) => local.touch(e.path) }
+    reused.foreach { case (e, _) => local.touch(e.remote.cacheKey) }
     (written, path)
+  }
+
+  /**
+   * Uploads new SSTs, small ones packed (`SstPacks`, up to `sstPackMB` each); returns each
+   * one's manifest entry by local name.
+   */
+  private def upload(fresh: Seq[File], delay: () => Unit): Map[String, StateFile] = {
+    val (packs, alone) = SstPacks.plan(fresh, conf.sstPackMB * 1024 * 1024)
+    val packed = packs.flatMap { members =>
+      delay()
+      val path = SstPacks.pathFor(manifest.version)
+      val sent = remote.uploadPack(members, path)
+      val offsets = sent.scanLeft(0L)(_ + _._1)
+      members.zip(sent).zip(offsets).map { case ((f, (size, crc)), offset) =>
+        StateFile(f.getName, path, size, crc, "sst", Some(PackSlice(offset, offsets.last)))
+      }
+    }
+    val single = alone.map { f =>
+      delay()
+      val path = s"sst/${f.getName.stripSuffix(".sst")}-${UUID.randomUUID()}.sst"
+      val (size, crc) = remote.upload(f, path)
+      StateFile(f.getName, path, size, crc, "sst")
+    }
+    (packed ++ single).map(e => e.localName -> e).toMap
   }
 
   private def outlived(version: Long) = new java.io.IOException(s"rockstate: snapshot of " +

@@ -63,11 +63,11 @@ final class SnapshotRestore(operatorId: Long, partitionId: Int, storeName: Strin
     val snapshotRef = manifest.flatMap(_.snapshot)
     val snapshot = snapshotRef.map(ref =>
       read.getOrElse(remote.readSnapshotManifest(ref.path, fetch.neededBy)))
-    fetch.prefetch(snapshot.toSeq.flatMap(_.files.map(f => (f.path, f.size, f.crc32))) ++
-      manifest.toSeq.flatMap(_.changelogs.map(c => (c.path, c.size, c.crc32))))
+    fetch.prefetch(snapshot.toSeq.flatMap(_.files.map(_.remote)) ++
+      manifest.toSeq.flatMap(_.changelogs.map(c => RemoteFile(c.path, c.size, c.crc32))))
     for (ref <- snapshotRef; s <- snapshot) {
       for (f <- s.files) {
-        val cached = fetch(f.path, f.size, f.crc32)
+        val cached = fetch(f.remote)
         // The manifest is checkpoint input: its names stay inside the work directory, and
         // what is linked or copied is the cache's own regular file, never through a symlink.
         val where = s"snapshot manifest ${remote.resolve(ref.path)}, file ${f.path}"
@@ -100,7 +100,7 @@ final class SnapshotRestore(operatorId: Long, partitionId: Int, storeName: Strin
 
   /** Replays one changelog (or a version file's own changes) into `target`. */
   def replay(c: ChangelogRef, fetch: CheckpointFetch, target: LocalRocksDB): Unit = {
-    val file = fetch(c.path, c.size, c.crc32)
+    val file = fetch(RemoteFile(c.path, c.size, c.crc32))
     val where = remote.resolve(c.path).toString
     // The whole file was just checked against the lineage's CRC32.
     val (changes, length) = if (!VersionFile.isVersionFile(c.path)) {

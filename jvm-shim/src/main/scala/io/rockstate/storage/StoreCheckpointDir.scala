@@ -16,6 +16,7 @@ import org.apache.hadoop.fs.{FileStatus, FileSystem, Path}
  *   <store>/versions/<version>-<uuid>.rsv  a commit: its lineage and its changes (format 3)
  *   <store>/snapshots/<version>-<uuid>.json a snapshot's manifest, written after its files
  *   <store>/sst/<name>-<uuid>.sst          SST files, uploaded once and shared by snapshots
+ *   <store>/sst/<version>-<uuid>.pack      format 5: small SSTs of one upload, end to end
  *   <store>/meta/<version>-<uuid>/...      RocksDB's small per-snapshot files (MANIFEST...)
  *   <store>/manifests/<version>.json       format 1 and 2: a version's manifest (read only)
  *   <store>/changelog/<version>-<uuid>.log format 2: a batch's changes (read only)
@@ -54,27 +55,51 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
   }
 
   /**
-   * Copies a file down and checks it against the manifest; a missing, short or altered file
-   * fails with the file and what needs it named, never passing as empty state.
+   * Copies local files up one after another as one object (a pack, `SstPacks`); returns each
+   * one's size and CRC32, computed on the bytes sent, in order.
    */
-  def download(path: String, expectedSize: Long, expectedCrc: Long, neededBy: String,
-      local: File): Unit = downloadChecked(path, Some((expectedSize, expectedCrc)), neededBy, local)
+  def uploadPack(members: Seq[File], relative: String): Seq[(Long, Long)] = {
+    val target = resolve(relative)
+    Using.resource(writer.create(target)) { out =>
+      members.map { f =>
+        val crc = new CRC32()
+        val size = Using.resource(new FileInputStream(f))(in => copy(in, out, crc))
+        (size, crc.getValue)
+      }
+    }
+  }
+
+  /**
+   * Copies a file (or a pack member's bytes) down and checks it against the manifest; a
+   * missing, short or altered file fails with the file and what needs it named, never passing
+   * as empty state.
+   */
+  def download(file: RemoteFile, neededBy: String, local: File): Unit =
+    downloadChecked(file.path, file.offset.map(o => (o, file.size)),
+      Some((file.size, file.crc32)), neededBy, local)
 
   /**
    * Copies a file whose size and CRC32 nobody recorded (a version file found by listing; it
    * carries its own checksum) down; returns the size and CRC32 of the bytes received.
    */
   def downloadSelfChecked(path: String, neededBy: String, local: File): (Long, Long) =
-    downloadChecked(path, None, neededBy, local)
+    downloadChecked(path, None, None, neededBy, local)
 
-  private def downloadChecked(path: String, expected: Option[(Long, Long)], neededBy: String,
-      local: File): (Long, Long) = {
+  /** `range`: (offset, length) of a pack member, read with one ranged request. */
+  private def downloadChecked(path: String, range: Option[(Long, Long)],
+      expected: Option[(Long, Long)], neededBy: String, local: File): (Long, Long) = {
     val source = resolve(path)
     val tmp = new File(local.getParentFile, local.getName + ".part")
     val crc = new CRC32()
     val size = try {
       Using.resources(fs.open(source), new FileOutputStream(tmp)) { (in, out) =>
-        copy(in, out, crc)
+        range match {
+          case None => copy(in, out, crc)
+          case Some((offset, length)) =>
+            in.seek(offset)
+            // A pack cut short ends the copy early: the size check below names it.
+            copy(in, out, crc, length)
+        }
       }
     } catch {
       case e: java.io.FileNotFoundException =>
@@ -90,11 +115,12 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
           s"rockstate: file $source of $neededBy cannot be read (${e.getMessage}); it " +
             "is damaged. Restore the file or restart the query from an earlier version.", e)
     }
+    val what = range.fold(s"file $source")(r => s"the SST at offset ${r._1} of pack $source")
     expected.foreach { case (expectedSize, expectedCrc) =>
       if (size != expectedSize || crc.getValue != expectedCrc) {
         tmp.delete()
         throw new CorruptCheckpointException(
-          s"rockstate: file $source of $neededBy is damaged: expected $expectedSize " +
+          s"rockstate: $what of $neededBy is damaged: expected $expectedSize " +
             s"bytes with CRC32 $expectedCrc, found $size bytes with CRC32 ${crc.getValue}. " +
             "Restore the file or restart the query from an earlier version.")
       }
@@ -318,19 +344,19 @@ object StoreCheckpointDir {
   /**
    * Copies `in` to `out`, adding every byte to `crc`; returns the bytes copied. The one loop
    * behind uploads, downloads, version files and cache checks (`OutputStream.nullOutputStream`
-   * when only the checksum is wanted).
+   * when only the checksum is wanted); at most `max` bytes.
    */
-  def copy(in: InputStream, out: OutputStream, crc: CRC32): Long = {
+  def copy(in: InputStream, out: OutputStream, crc: CRC32, max: Long = Long.MaxValue): Long = {
     val buf = new Array[Byte](1 << 16)
     var total = 0L
-    var n = in.read(buf)
-    while (n >= 0) {
+    var n = in.read(buf, 0, math.min(buf.length.toLong, max).toInt)
+    while (n >= 0 && total < max) {
       if (n > 0) {
         out.write(buf, 0, n)
         crc.update(buf, 0, n)
         total += n
       }
-      n = in.read(buf)
+      n = if (total < max) in.read(buf, 0, math.min(buf.length.toLong, max - total).toInt) else -1
     }
     total
   }

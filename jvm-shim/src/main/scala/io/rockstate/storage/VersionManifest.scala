@@ -14,7 +14,9 @@ import com.fasterxml.jackson.module.scala.DefaultScalaModule
  * `changelogs`, every version after the snapshot's up to this one, in order. Self-contained:
  * loading a version reads this manifest, the snapshot's manifest and the files they name.
  *
- * Format 4 (the one written) adds `rowChecksums`: whether the store's values carry per-row
+ * Format 5 (the one written) lets a snapshot's small SSTs share one object, a pack: a file
+ * entry with `inPack` is `size` bytes at `inPack.offset` of the `inPack.packSize`-byte object
+ * at its `path` (`SstPacks`). Format 4 adds `rowChecksums`: whether the store's values carry per-row
  * checksums (`RowChecksum`), fixed when the store is created and kept by every later version;
  * earlier formats have none. Format 3 is the header of a version file (`VersionFile`), which also holds
  * the version's own changes: on disk `changelogs` lists the earlier versions' changes only, and
@@ -64,7 +66,7 @@ final case class VersionManifest(
 }
 
 object VersionManifest {
-  val FormatVersion = 4
+  val FormatVersion = 5
   val Writer = "rockstate-jvm"
 
   private[rockstate] val mapper: ObjectMapper = JsonMapper.builder()
@@ -100,7 +102,17 @@ object VersionManifest {
           s"${c.version})")
       }
     }
-    if (m.isLegacy) m.copy(snapshot = None, changelogs = Nil, commit = None) else m
+    // Format 1 lists plain files only (packs came with format 5); Jackson reads no inPack as null.
+    val files = if (m.files == null) m.files else m.files.map { f =>
+      if (f.inPack != null && f.inPack.isDefined) {
+        throw new CorruptCheckpointException(s"rockstate: manifest $where of format " +
+          s"${m.formatVersion} names a packed file (${f.path}), which only format 5 has; it " +
+          "is corrupt.")
+      }
+      f.copy(inPack = None)
+    }
+    if (m.isLegacy) m.copy(files = files, snapshot = None, changelogs = Nil, commit = None)
+    else m.copy(files = files)
   }
 
   def snapshotFromJson(bytes: Array[Byte], where: String): SnapshotManifest = {
@@ -114,7 +126,43 @@ object VersionManifest {
       throw missingFields(where)
     }
     checkFiles(m.files, where)
-    if (m.metaPack == null) m.copy(metaPack = None) else m
+    // Jackson reads an absent Option as null.
+    val files = m.files.map(f => if (f.inPack == null) f.copy(inPack = None) else f)
+    if (m.formatVersion < 5 && files.exists(_.inPack.isDefined)) {
+      throw new CorruptCheckpointException(s"rockstate: manifest $where of format " +
+        s"${m.formatVersion} names packed files, which only format 5 has; it is corrupt.")
+    }
+    checkPacks(files, where)
+    m.copy(files = files, metaPack = if (m.metaPack == null) None else m.metaPack)
+  }
+
+  /**
+   * Checkpoint input: each pack member lies inside its pack, and every member of one pack
+   * agrees on its size (the completion check and the listing compare against it).
+   */
+  private def checkPacks(files: Seq[StateFile], where: String): Unit = {
+    files.zipWithIndex.foreach { case (f, i) =>
+      f.inPack.foreach { p =>
+        if (f.size < 0 || p.offset < 0 || p.packSize < 0 || p.offset > p.packSize - f.size) {
+          throw new CorruptCheckpointException(s"rockstate: manifest $where, files[$i] " +
+            s"(${f.path}) lies outside its pack: ${f.size} bytes at offset ${p.offset} of a " +
+            s"${p.packSize}-byte pack. The manifest is corrupt; restore it from a trusted copy.")
+        }
+      }
+    }
+    files.filter(_.inPack.isDefined).groupBy(_.path).foreach { case (path, members) =>
+      val sizes = members.flatMap(_.inPack).map(_.packSize).distinct
+      if (sizes.size > 1) {
+        throw new CorruptCheckpointException(s"rockstate: manifest $where gives pack $path " +
+          s"several sizes (${sizes.mkString(", ")}); it is corrupt.")
+      }
+    }
+    val plainAndPacked = files.filter(_.inPack.isEmpty).map(_.path).toSet
+      .intersect(files.filter(_.inPack.isDefined).map(_.path).toSet)
+    if (plainAndPacked.nonEmpty) {
+      throw new CorruptCheckpointException(s"rockstate: manifest $where names " +
+        s"${plainAndPacked.head} both as a file and as a pack; it is corrupt.")
+    }
   }
 
   /** Column family entries, when a manifest has them: each with a name. */

@@ -787,7 +787,8 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
   }
 
   test("a format 1 manifest (a full snapshot listing its files) still loads and builds on") {
-    val p = provider(extra = snapshotEveryVersion)
+    // Format 1 had plain SSTs only: the snapshot it is made from packs none.
+    val p = provider(extra = snapshotEveryVersion + (RockstateConf.SstPackMB -> "0"))
     commitVersions(p, 1 to 1)((_, s) => (1 to 100).foreach(i => s.put(key(s"k$i", 1), value(i))))
     awaitSnapshot(1)
     val dir = remote()
