@@ -228,10 +228,19 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
   def writeManifest(m: VersionManifest): Long =
     writer.writeAtomic(manifestPath(m.version), VersionManifest.toJson(m))
 
-  /** Writes a snapshot's manifest, returning its path relative to the store directory. */
+  /**
+   * Writes a snapshot's manifest, returning its path relative to the store directory. Its name
+   * is new, so it is published (on an object store one PUT, as a version file is), not
+   * replaced: a replacing write there is a temporary object, a copy and a delete, and the
+   * directory marker it makes first is one more object in every listing.
+   */
   def writeSnapshotManifest(m: SnapshotManifest): String = {
     val relative = s"snapshots/${m.version}-${UUID.randomUUID()}.json"
-    writer.writeAtomic(resolve(relative), VersionManifest.toCompactJson(m))
+    val bytes = VersionManifest.toCompactJson(m)
+    writer.publish(resolve(relative)) { out =>
+      out.write(bytes)
+      bytes.length.toLong
+    }
     relative
   }
 
