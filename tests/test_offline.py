@@ -136,12 +136,13 @@ def test_verify_checks_a_store_again_when_maintenance_expires_a_version(copy: Pa
     read = loc.read
     expired: list[str] = []
 
-    def read_while_cleanup_runs(s, relative: str, needed_by: str) -> bytes:
+    def read_while_cleanup_runs(s, relative: str, needed_by: str,
+                                byte_range: tuple[int, int] | None = None) -> bytes:
         if not expired and s == store and needed_by == "verify":
             for e in reversed(oldest):
                 (Path(store.path) / e.path).unlink()
                 expired.append(e.path)
-        return read(s, relative, needed_by)
+        return read(s, relative, needed_by, byte_range)
 
     loc.read = read_while_cleanup_runs
     report = rockstate.verify(loc)

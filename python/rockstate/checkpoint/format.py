@@ -49,14 +49,11 @@ class StateFile:
     in_pack: PackSlice | None = None  # format 5: ``size`` bytes of the pack at ``path``
 
     @property
-    def key(self) -> tuple[str, int | None]:
-        """What identifies its bytes: the path, and the offset inside it for a pack member."""
-        return (self.path, self.in_pack.offset if self.in_pack else None)
-
-    @property
-    def object_size(self) -> int:
-        """The size of the object at ``path`` (the whole pack, for a member)."""
-        return self.in_pack.pack_size if self.in_pack else self.size
+    def byte_range(self) -> tuple[int, int] | None:
+        """Its bytes of the object at ``path`` (start, end) for a pack member; None: all."""
+        if self.in_pack is None:
+            return None
+        return (self.in_pack.offset, self.in_pack.offset + self.size)
 
 
 @dataclass(frozen=True)

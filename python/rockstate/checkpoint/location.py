@@ -17,7 +17,6 @@ import fsspec
 
 from rockstate.checkpoint.format import (
     SnapshotManifest,
-    StateFile,
     VersionManifest,
     parse_snapshot_manifest,
     parse_version_file,
@@ -115,21 +114,13 @@ class CheckpointLocation:
     def _is_store(self, path: str) -> bool:
         return any(self.fs.isdir(posixpath.join(path, d)) for d in ("versions", "manifests"))
 
-    def read(self, store: StoreRef, relative: str, needed_by: str) -> bytes:
-        """A file of a store; a missing one is an error naming what needs it."""
+    def read(self, store: StoreRef, relative: str, needed_by: str,
+             byte_range: tuple[int, int] | None = None) -> bytes:
+        """A file of a store (only ``byte_range``, start and end, of it when given: a pack
+        member's, one ranged read; a pack cut short gives fewer bytes, which the caller's size
+        check names); a missing one is an error naming what needs it."""
         return self._cat(join_within(store.path, relative, f"{needed_by} of {store}"),
-                         f"{needed_by} of {store}")
-
-    def read_state_file(self, store: StoreRef, f: StateFile, needed_by: str) -> bytes:
-        """A snapshot file's bytes, not yet checked: the whole file, or a pack member's range
-        of its pack (one ranged read; a pack cut short gives fewer bytes, which the caller's
-        size check names)."""
-        if f.in_pack is None:
-            return self.read(store, f.path, needed_by)
-        where = f"{needed_by} of {store}"
-        start = f.in_pack.offset
-        return self._cat(join_within(store.path, f.path, where), where,
-                         (start, start + f.size))
+                         f"{needed_by} of {store}", byte_range)
 
     def read_file(self, relative: str, needed_by: str) -> bytes:
         """A file of the checkpoint, by its path inside it (checked to stay inside it)."""

@@ -109,7 +109,7 @@ def _stage_files(loc: CheckpointLocation, store: StoreRef, files: tuple[StateFil
                  into: Path, version: int) -> None:
     """Copies a snapshot's files into ``into``, each checked against its size and CRC32."""
     for f in files:
-        data = loc.read_state_file(store, f, f"version {version}")
+        data = loc.read(store, f.path, f"version {version}", f.byte_range)
         if len(data) != f.size or zlib.crc32(data) != f.crc32:
             member = f" (the SST at offset {f.in_pack.offset})" if f.in_pack else ""
             raise CorruptCheckpointError(

@@ -16,13 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rockstate.checkpoint.format import (
-    PackSlice,
-    SnapshotManifest,
-    StateFile,
-    changelog_records,
-    changes_of,
-)
+from rockstate.checkpoint.format import SnapshotManifest, changelog_records, changes_of
 from rockstate.checkpoint.location import CheckpointLocation, StoreRef, VersionEntry, open_location
 from rockstate.checkpoint.model import parse_checkpoint_metadata
 from rockstate.encoding import row_checksum
@@ -166,17 +160,16 @@ def _check_store(loc: CheckpointLocation, store: StoreRef, report: VerifyReport,
                  entries: list[VersionEntry], snapshot_paths: list[str]) -> None:
     """One check of a store whose version entries and snapshot manifests were listed."""
     name = str(store)
-    # (path, offset in its pack or None) -> (size, crc32, kind, pack slice, versions needing it)
-    needed: dict[tuple[str, int | None], tuple[int, int, str, PackSlice | None, set[int]]] = {}
+    # (path, a pack member's byte range or None) -> (size, crc32, kind, versions needing it)
+    needed: dict[tuple[str, tuple[int, int] | None], tuple[int, int, str, set[int]]] = {}
     snapshots: dict[str, set[int]] = {p: set() for p in snapshot_paths}
     # Changelogs and snapshots of stores with row checksums -> how many bytes of each key are
     # its family id.
     checksummed: dict[str, int] = {}
 
     def need(path: str, size: int, crc: int, kind: str, versions: set[int],
-             in_pack: PackSlice | None = None) -> None:
-        key = (path, in_pack.offset if in_pack else None)
-        needed.setdefault(key, (size, crc, kind, in_pack, set()))[4].update(versions)
+             byte_range: tuple[int, int] | None = None) -> None:
+        needed.setdefault((path, byte_range), (size, crc, kind, set()))[3].update(versions)
 
     for v in sorted({e.version for e in entries}):
         report.versions += 1
@@ -212,12 +205,14 @@ def _check_store(loc: CheckpointLocation, store: StoreRef, report: VerifyReport,
             continue
         manifests[path] = s
         for f in s.files:
-            need(f.path, f.size, f.crc32, f.kind, versions, f.in_pack)
+            need(f.path, f.size, f.crc32, f.kind, versions, f.byte_range)
     damaged = set()
-    for key, (size, crc, kind, in_pack, versions) in sorted(
-            needed.items(), key=lambda item: (item[0][0], item[0][1] or 0)):
-        path = key[0]
-        problem = _check_file(loc, store, path, size, crc, kind, checksummed.get(path), in_pack)
+    # By path, then range (a path both plain and packed, in two damaged manifests, sorts too).
+    for key, (size, crc, kind, versions) in sorted(
+            needed.items(), key=lambda item: (item[0][0], item[0][1] or (-1, -1))):
+        path, byte_range = key
+        problem = _check_file(loc, store, path, size, crc, kind, checksummed.get(path),
+                              byte_range)
         report.files_checked += 1
         report.bytes_checked += size
         if problem:
@@ -225,7 +220,7 @@ def _check_store(loc: CheckpointLocation, store: StoreRef, report: VerifyReport,
             report.problems.append(Problem(name, path, problem, tuple(sorted(versions))))
     for path, s in manifests.items():
         versions = snapshots[path]
-        if versions and not any(f.key in damaged for f in s.files):
+        if versions and not any((f.path, f.byte_range) in damaged for f in s.files):
             problem = _open_snapshot(loc, store, s, path, min(versions), checksummed.get(path))
             if problem:
                 report.problems.append(Problem(name, path, problem, tuple(sorted(versions))))
@@ -267,14 +262,14 @@ ROWS_PER_CHECK = 8192
 
 def _check_file(loc: CheckpointLocation, store: StoreRef, path: str, size: int, crc: int,
                 kind: str, row_checksums_from: int | None = None,
-                in_pack: PackSlice | None = None) -> str | None:
-    """What is wrong with a file (or, ``in_pack``, with an SST's range of a pack), or None. A
+                byte_range: tuple[int, int] | None = None) -> str | None:
+    """What is wrong with a file (or with a pack member's ``byte_range`` of it), or None. A
     changelog is parsed record by record; with ``row_checksums_from`` (its store's values carry
     row checksums; the key bytes before it are a family id) every value it writes is checked
     against its checksum."""
-    member = f"the SST at offset {in_pack.offset}: " if in_pack else ""
+    member = f"the SST at offset {byte_range[0]}: " if byte_range else ""
     try:
-        data = loc.read_state_file(store, StateFile("", path, size, crc, kind, in_pack), "verify")
+        data = loc.read(store, path, "verify", byte_range)
     except CorruptCheckpointError:
         return "missing"
     if len(data) != size:

@@ -15,15 +15,16 @@ object SstPacks {
 
   /** The packs of `files` (each non-empty, in order) and the files uploaded alone. */
   def plan(files: Seq[File], maxBytes: Long): (Seq[Seq[File]], Seq[File]) = {
-    val (small, alone) = files.partition(f => maxBytes > 0 && f.length <= maxBytes)
-    val packs = small.foldLeft(Vector.empty[Vector[File]]) { (done, f) =>
-      done.lastOption match {
-        case Some(open) if open.map(_.length).sum + f.length <= maxBytes =>
-          done.init :+ (open :+ f)
-        case _ => done :+ Vector(f)
-      }
+    // Each file's length read once (a stat each).
+    val sized = files.map(f => (f, f.length))
+    val (small, alone) = sized.partition { case (_, n) => maxBytes > 0 && n <= maxBytes }
+    // (packs closed, the open pack, its bytes)
+    val (closed, open, _) = small.foldLeft((Vector.empty[Vector[File]], Vector.empty[File], 0L)) {
+      case ((done, current, bytes), (f, n)) =>
+        if (current.nonEmpty && bytes + n > maxBytes) (done :+ current, Vector(f), n)
+        else (done, current :+ f, bytes + n)
     }
-    (packs, alone)
+    (if (open.isEmpty) closed else closed :+ open, alone.map(_._1))
   }
 
   /** A new pack's path in the store: the snapshot's version and a unique id. */

@@ -358,14 +358,12 @@ object StoreCheckpointDir {
   def copy(in: InputStream, out: OutputStream, crc: CRC32, max: Long = Long.MaxValue): Long = {
     val buf = new Array[Byte](1 << 16)
     var total = 0L
-    var n = in.read(buf, 0, math.min(buf.length.toLong, max).toInt)
-    while (n >= 0 && total < max) {
-      if (n > 0) {
-        out.write(buf, 0, n)
-        crc.update(buf, 0, n)
-        total += n
-      }
-      n = if (total < max) in.read(buf, 0, math.min(buf.length.toLong, max - total).toInt) else -1
+    var n = 0
+    while (total < max && { n = in.read(buf, 0, math.min(buf.length.toLong, max - total).toInt)
+      n >= 0 }) {
+      out.write(buf, 0, n)
+      crc.update(buf, 0, n)
+      total += n
     }
     total
   }
