@@ -21,6 +21,7 @@ from rockstate import cli
 from rockstate.checkpoint.location import CheckpointLocation
 from rockstate.tools.report_data import ROCKSTATE, collect
 from support.queries import total_by_key
+from support.s3 import ACCESS_KEY, REGION, SECRET_KEY
 from support.savepoints import Relocation, digest, settled
 from support.streams import assert_same_as_oracle, state_rows
 
@@ -36,6 +37,21 @@ def _offline(s3, url: str) -> CheckpointLocation:
     return CheckpointLocation(url.replace("s3a://", "s3://", 1), **s3.storage_options())
 
 
+def _object_keys(s3, url: str) -> list[str]:
+    """Every object under an `s3a://` URL as the bucket holds it, directory markers (keys
+    ending in "/") and temporary objects included: s3fs's own listings hide markers."""
+    import boto3
+
+    bucket, _, prefix = url.split("://", 1)[1].partition("/")
+    client = boto3.client("s3", endpoint_url=s3.endpoint, aws_access_key_id=ACCESS_KEY,
+                          aws_secret_access_key=SECRET_KEY, region_name=REGION)
+    keys: list[str] = []
+    for page in client.get_paginator("list_objects_v2").paginate(
+            Bucket=bucket, Prefix=prefix.rstrip("/") + "/"):
+        keys.extend(o["Key"] for o in page.get("Contents", []))
+    return keys
+
+
 def test_aggregation_on_s3_matches_the_oracle_and_reads_offline(spark, s3, workdir: Path):
     _, mine = assert_same_as_oracle(
         spark, lambda s: s.groupBy("key").agg(F.count("*").alias("n"),
@@ -46,6 +62,11 @@ def test_aggregation_on_s3_matches_the_oracle_and_reads_offline(spark, s3, workd
     stores = loc.stores(0)
     assert stores and all(loc.version_entries(s) for s in stores)
     assert all(not e.is_legacy for s in stores for e in loc.version_entries(s))
+    # Snapshot manifests and version files are published under new names, one PUT each: no
+    # directory marker (a mkdirs), no temporary object (a write then a copy) stays behind.
+    keys = [k for k in _object_keys(s3, str(mine.checkpoint)) if "/state/" in k]
+    assert any("/snapshots/" in k and k.endswith(".json") for k in keys), keys
+    assert not [k for k in keys if k.endswith("/snapshots/") or ".tmp" in k], keys
     report = rockstate.verify(loc)
     assert report.ok, [str(p) for p in report.problems]
     # The report finds the provider in the offset log with the location's own credentials
