@@ -55,3 +55,6 @@ def test_driver_and_executor_figures_reach_the_csv_sink(cluster_spark, workdir: 
     assert all(_latest(app, e, "rocksdbMemoryCapacityBytes") == 32 * 1024 * 1024
                for e in executors)  # blockCacheSizeMB=32 in the test session
     assert all(_latest(app, e, "snapshotUploadsInFlight") is not None for e in executors)
+    # No maxOpenStores in this session: the query's instances stay open between batches.
+    assert any((_latest(app, e, "rocksdbInstancesOpen") or 0) > 0 for e in executors)
+    assert all(_latest(app, e, "rocksdbInstancesClosedForCap") == 0 for e in executors)

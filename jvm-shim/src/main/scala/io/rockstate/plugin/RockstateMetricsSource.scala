@@ -3,7 +3,7 @@ package io.rockstate.plugin
 import com.codahale.metrics.{Gauge, MetricRegistry}
 
 import io.rockstate.checkpoint.CoordinatorStats
-import io.rockstate.storage.{ExecutorMemory, LocalStoreFiles, SnapshotUploader}
+import io.rockstate.storage.{ExecutorMemory, LocalStoreFiles, OpenInstances, SnapshotUploader}
 
 /**
  * rockstate's figures in Spark's metrics system: the plugin's registry is reported by every
@@ -32,6 +32,8 @@ object RockstateMetricsSource {
   def registerExecutor(registry: MetricRegistry): Unit = {
     gauge(registry, "snapshotUploadsInFlight")(SnapshotUploader.inFlight.toLong)
     gauge(registry, "openStores")(LocalStoreFiles.openStores.toLong)
+    gauge(registry, "rocksdbInstancesOpen")(OpenInstances.executor.open.toLong)
+    gauge(registry, "rocksdbInstancesClosedForCap")(OpenInstances.executor.closedForCap)
     gauge(registry, "localCacheBytes")(LocalStoreFiles.cacheBytes)
     gauge(registry, "rocksdbMemoryUsedBytes")(ExecutorMemory.usedBytes)
     gauge(registry, "rocksdbMemoryCapacityBytes")(

@@ -22,7 +22,8 @@ import io.rockstate.storage._
  * signatures differ between Spark lines (getStore, upgradeReadStoreToWriteStore, the maintenance
  * split) to the ones here.
  */
-abstract class SparkStateStoreProvider extends StateStoreProvider with Logging {
+abstract class SparkStateStoreProvider extends StateStoreProvider with IdleInstance
+    with Logging {
 
   @volatile private var setup: ProviderSetup = _
   private var versioned: VersionedRocksDB = _
@@ -237,8 +238,17 @@ abstract class SparkStateStoreProvider extends StateStoreProvider with Logging {
           case NonFatal(e) => logWarning(s"rockstate: closing ${setup.id} after its release " +
             "failed", e)
         }
+      } else if (versioned.isOpen) {
+        OpenInstances.executor.released(this, setup.conf.maxOpenStores)
       }
     }
+  }
+
+  /** `maxOpenStores`: the instance closes between tasks, its next load reopens it. */
+  override def closeIfIdle(unreleased: () => Boolean): Boolean = lock.synchronized {
+    val closed = holder.isEmpty && versioned != null && unreleased() && versioned.closeIdle()
+    if (closed || versioned == null || !versioned.isOpen) OpenInstances.executor.forget(this)
+    closed
   }
 
   private[spark] def holdsLease(lease: Long): Boolean = lock.synchronized {
@@ -316,6 +326,7 @@ abstract class SparkStateStoreProvider extends StateStoreProvider with Logging {
 
   private def closeNow(): Unit = {
     closeOnRelease = false
+    OpenInstances.executor.forget(this)
     if (versioned != null) versioned.close()
   }
 

@@ -38,6 +38,7 @@ final case class RockstateConf(
     repairMaxReplay: Int,
     maxVersionsToDeletePerMaintenance: Int,
     unloadOnCommit: Boolean,
+    maxOpenStores: Int,
     rowChecksums: Boolean,
     rowChecksumReadRatio: Long,
     testUploadDelayMs: Long,
@@ -96,6 +97,8 @@ object RockstateConf {
   val SnapshotUploadTimeoutMs = Prefix + "snapshotUploadTimeoutMs"
   val LockAcquireTimeoutMs = Prefix + "lockAcquireTimeoutMs"
   val LocalCacheMaxMB = Prefix + "localCacheMaxMB"
+  // RocksDB instances an executor keeps open between tasks (`OpenInstances`); 0: no cap.
+  val MaxOpenStores = Prefix + "maxOpenStores"
   // Spark's own keys for automatic snapshot repair (SPARK-54121, Spark 4.2), honoured on every
   // line; rockstate turns it on by default.
   val AutoSnapshotRepair = "spark.sql.streaming.stateStore.autoSnapshotRepair.enabled"
@@ -144,6 +147,7 @@ object RockstateConf {
     SnapshotUploadTimeoutMs -> "300000",
     LockAcquireTimeoutMs -> "60000",
     LocalCacheMaxMB -> "8192",
+    MaxOpenStores -> "0",
     AutoSnapshotRepair -> "true",
     RepairAfterFailures -> "1",
     RepairMaxReplay -> "50",
@@ -250,6 +254,7 @@ object RockstateConf {
       repairMaxReplay = long(RepairMaxReplay, 1).toInt,
       maxVersionsToDeletePerMaintenance = deleteCap,
       unloadOnCommit = bool(UnloadOnCommit),
+      maxOpenStores = math.min(long(MaxOpenStores, 0), Int.MaxValue.toLong).toInt,
       rowChecksums = bool(RowChecksumEnabled),
       rowChecksumReadRatio = long(RowChecksumReadRatio, 0),
       testUploadDelayMs = long(TestUploadDelayMs, 0),

@@ -532,6 +532,23 @@ final class VersionedRocksDB(
   def pruneCache(keep: Set[String], since: Long): Unit =
     local.prune(keep ++ chain.map(_.path), since)
 
+  /** Whether a RocksDB instance is open (none before the first load, after `closeIdle`). */
+  def isOpen: Boolean = db.isDefined
+
+  /**
+   * Closes the instance when it holds a committed version and nothing else (no write since),
+   * keeping the loaded version's lineage and every local file: the next load reopens the
+   * instance from the local snapshot and changelogs (`maxOpenStores`). Whether it closed.
+   */
+  def closeIdle(): Boolean = {
+    awaitLocalCheckpoint()
+    if (db.isEmpty || dirty || changelog.isDefined) false
+    else {
+      closeDb()
+      true
+    }
+  }
+
   def close(): Unit = {
     awaitLocalCheckpoint()
     discardChangelog()

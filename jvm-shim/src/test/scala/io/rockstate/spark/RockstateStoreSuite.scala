@@ -235,6 +235,49 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     next.abort()
   }
 
+  test("maxOpenStores closes the instances released longest ago; each reopens from local files") {
+    val cap = Map(RockstateConf.MaxOpenStores -> "2", RockstateConf.SnapshotInterval -> "2")
+    val stores = (0 until 3).map(i => provider(extra = cap, checkpoint = new File(root, s"cp-$i")))
+    def isClosed(p: RockstateStateStoreProvider) = p.storeLock.synchronized(!p.db.isOpen)
+    def awaitClosed(p: RockstateStateStoreProvider): Unit = {
+      val deadline = System.currentTimeMillis() + 60000
+      while (!isClosed(p)) {
+        assert(System.currentTimeMillis() < deadline, s"$p was never closed for the cap")
+        Thread.sleep(10)
+      }
+    }
+    val closedBefore = OpenInstances.executor.closedForCap
+    // Versions 1 to 3 in turn: the third release puts three open, one over the cap.
+    (1 to 3).foreach(v => stores.foreach(p => commitVersions(p, v to v)((v, s) =>
+      (1 to 50).foreach(i => s.put(key(s"k$i", v), value(i * v))))))
+    awaitClosed(stores.head)
+    assert(!isClosed(stores.last), "the instance released last was closed")
+    assert(OpenInstances.executor.closedForCap > closedBefore)
+    // A closed instance's next load reopens from local files: nothing downloaded, the change
+    // since the snapshot of version 2 replayed, the state whole.
+    awaitSnapshot(2, remote(new File(root, "cp-0")))
+    val reopened = stores.head.getStore(3)
+    assert(contents(reopened) ==
+      (1 to 3).flatMap(v => (1 to 50).map(i => (s"k$i", v) -> i.toLong * v)).toMap)
+    assert(metric(reopened, "rockstateBytesDownloaded") == 0)
+    assert(metric(reopened, "rockstateChangelogsReplayed") == 1)
+    reopened.put(key("x", 4), value(4))
+    reopened.commit() // open: the other two and this one; the one released longest ago closes
+    awaitClosed(stores(1))
+    // An instance a task holds is never closed, though it was released longest ago.
+    val held = stores(2).getStore(3)
+    commitVersions(stores(1), 4 to 4)((v, s) => s.put(key("x", v), value(v)))
+    awaitClosed(stores.head)
+    assert(!isClosed(stores(2)))
+    held.put(key("x", 4), value(4))
+    held.commit()
+    assert(!isClosed(stores(2))) // two open: at the cap
+    val next = stores(2).getStore(4)
+    assert(metric(next, "rockstateChangelogsReplayed") == 0)
+    assert(contents(next).get(("x", 4)).contains(4L))
+    next.abort()
+  }
+
   test("a store's figures read after Spark's maintenance closed its provider are its own") {
     // Spark's operators read a store's metrics after its commit released it; with
     // unloadOnCommit, Spark's maintenance thread closes the provider in between. Reading a

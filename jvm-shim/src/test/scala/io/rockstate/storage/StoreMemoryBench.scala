@@ -37,6 +37,13 @@ import org.apache.commons.io.FileUtils
  * and closed before the next, for `--rounds` rounds (batches); it prints the same figures
  * after every round, so what the C allocator keeps from a thousand opens and closes shows.
  *
+ * With `--max-open-stores K` the stores are rockstate's versioned stores under the executor's
+ * `maxOpenStores` cap of K: each round loads every store's version, writes `--keys` keys,
+ * commits the next version (a changelog each, a snapshot every `snapshotInterval`) and releases
+ * it, and the idle instances past K are closed on `OpenInstances`' thread; it prints the same
+ * figures after every round of `--rounds`. `--snapshot-interval N` sets `snapshotInterval`
+ * (1: every commit flushes and snapshots, so reopens read SSTs through the cache).
+ *
  * Native memory is the resident set's growth less the heap's. The heap's pages count in the
  * resident set only once touched, and a heap committed at the start is touched gradually as
  * the bench allocates: without care, the heap filling its committed pages reads as native
@@ -69,13 +76,60 @@ object StoreMemoryBench {
     val stores = opts.getOrElse("stores", "1000").toInt
     val keys = opts.getOrElse("keys", "1000").toInt
     val conf = RockstateConf.from(
-      opts.get("block-cache-mb").map(RockstateConf.BlockCacheSizeMB -> _).toMap, 2)
+      (opts.get("block-cache-mb").map(RockstateConf.BlockCacheSizeMB -> _) ++
+        opts.get("snapshot-interval").map(RockstateConf.SnapshotInterval -> _)).toMap, 2)
     val dir = Files.createTempDirectory("rockstate-memory-bench").toFile
-    try opts.get("open-at-once") match {
-      case Some(atOnce) => runUnloading(dir, conf, stores, keys, atOnce.toInt,
-        opts.getOrElse("rounds", "5").toInt)
-      case None => run(dir, conf, stores, keys)
+    val rounds = opts.getOrElse("rounds", "5").toInt
+    try (opts.get("open-at-once"), opts.get("max-open-stores")) match {
+      case (Some(atOnce), _) => runUnloading(dir, conf, stores, keys, atOnce.toInt, rounds)
+      case (None, Some(cap)) =>
+        runCapped(dir, conf.copy(maxOpenStores = cap.toInt, localDir = dir.getPath), stores,
+          keys, rounds)
+      case _ => run(dir, conf, stores, keys)
     } finally FileUtils.deleteDirectory(dir)
+  }
+
+  /** A store of the bench as a provider holds it: closed for the cap when idle. */
+  private final class CappedStore(val db: VersionedRocksDB) extends IdleInstance {
+    override def closeIfIdle(unreleased: () => Boolean): Boolean = synchronized {
+      val closed = unreleased() && db.closeIdle()
+      if (closed) OpenInstances.executor.forget(this)
+      closed
+    }
+  }
+
+  /** Every store loaded, written, committed and released in turn, `rounds` times. */
+  private def runCapped(dir: File, conf: RockstateConf, stores: Int, keys: Int,
+      rounds: Int): Unit = {
+    val memory = ExecutorMemory.get(conf)
+    val checkpoint = new File(dir, "checkpoint")
+    val all = (0 until stores).map { i =>
+      val root = new org.apache.hadoop.fs.Path(new File(checkpoint, s"$i").getAbsolutePath)
+      val remote = new StoreCheckpointDir(root, new org.apache.hadoop.conf.Configuration())
+      new CappedStore(new VersionedRocksDB(0, i, "default", remote,
+        LocalStoreFiles.forStore(root.toString, s"store-$i", conf.localDir), conf,
+        useColumnFamilies = false))
+    }
+    val before = Sample.baseline()
+    try (1 to rounds).foreach { round =>
+      val value = Array.fill[Byte](100)(round.toByte)
+      all.foreach { s =>
+        s.synchronized {
+          s.db.load(round - 1L)
+          (0 until keys).foreach(k => s.db.put(f"key$k%08d".getBytes, value))
+          s.db.commit(round, forceSnapshot = false)
+          (0 until keys by 10).foreach(k => s.db.rocksDB.get(f"key$k%08d".getBytes))
+        }
+        OpenInstances.executor.released(s, conf.maxOpenStores)
+      }
+      assert(SnapshotUploader.awaitIdle(600000), "snapshot uploads still running")
+      Thread.sleep(1000) // the last closing pass
+      report(s"round $round open=${OpenInstances.executor.open}", stores, before, Sample.take(),
+        memory)
+    } finally all.foreach { s =>
+      s.synchronized(s.db.close())
+      OpenInstances.executor.forget(s)
+    }
   }
 
   /** Every store opened, written, read and closed in turn, `atOnce` open together. */
