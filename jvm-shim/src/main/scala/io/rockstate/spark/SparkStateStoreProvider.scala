@@ -247,7 +247,7 @@ abstract class SparkStateStoreProvider extends StateStoreProvider with IdleInsta
   /** `maxOpenStores`: the instance closes between tasks, its next load reopens it. */
   override def closeIfIdle(unreleased: () => Boolean): Boolean = lock.synchronized {
     val closed = holder.isEmpty && versioned != null && unreleased() && versioned.closeIdle()
-    if (closed || versioned == null || !versioned.isOpen) OpenInstances.executor.forget(this)
+    if (versioned == null || !versioned.isOpen) OpenInstances.executor.forget(this) // closed
     closed
   }
 
