@@ -33,10 +33,7 @@ object LoadBench {
     val opts = args.grouped(2).collect { case Array(k, v) => k.stripPrefix("--") -> v }.toMap
     val keys = opts.getOrElse("keys", "8000000").toInt
     val stores = opts.getOrElse("stores", "2").toInt
-    val confs = opts.get("conf").toSeq.flatMap(_.split(",")).map { kv =>
-      val Array(k, v) = kv.split("=", 2)
-      (RockstateConf.Prefix + k) -> v
-    }.toMap
+    val confs = BenchConf.parse(opts.get("conf"))
     val kinds = opts.getOrElse("kinds", "rockstate,spark").split(",").toSeq
     val existing = opts.get("existing").map(_.toInt)
     val batches = opts.getOrElse("batches", "10").toInt

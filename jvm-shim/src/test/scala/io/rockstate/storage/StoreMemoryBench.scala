@@ -30,7 +30,8 @@ import org.apache.commons.io.FileUtils
  * thread structures) is told apart from RocksDB's memory, and left out of a second ratio.
  *
  * `--block-cache-mb M` sets `blockCacheSizeMB` (the bound; rockstate's default otherwise), to
- * tell memory that grows with the bound from memory that does not.
+ * tell memory that grows with the bound from memory that does not; `--conf name=value,...`
+ * sets any other rockstate setting.
  *
  * With `--open-at-once K` the stores are held as Spark 4.1+'s `unloadOnCommit` holds them: K
  * at a time (an executor's task slots), each opened on its directory, written, flushed, read
@@ -43,6 +44,12 @@ import org.apache.commons.io.FileUtils
  * it, and the idle instances past K are closed on `OpenInstances`' thread; it prints the same
  * figures after every round of `--rounds`. `--snapshot-interval N` sets `snapshotInterval`
  * (1: every commit flushes and snapshots, so reopens read SSTs through the cache).
+ * With `--read-back K` each round writes `--keys` keys of its own, so the state grows, and
+ * before its writes reads every K-th key written two rounds before: a reopened instance holds
+ * those in its snapshot's SSTs, not in the memtable that replaying the last changelog fills,
+ * so the reads go through the cache and enough keys fill it to its bound, as an aggregation's
+ * reads of its older keys do. (Keys of the round before are in that memtable: a version
+ * file names the snapshot before its own.)
  *
  * Native memory is the resident set's growth less the heap's. The heap's pages count in the
  * resident set only once touched, and a heap committed at the start is touched gradually as
@@ -75,16 +82,16 @@ object StoreMemoryBench {
     val opts = args.grouped(2).collect { case Array(k, v) => k.stripPrefix("--") -> v }.toMap
     val stores = opts.getOrElse("stores", "1000").toInt
     val keys = opts.getOrElse("keys", "1000").toInt
-    val conf = RockstateConf.from(
-      (opts.get("block-cache-mb").map(RockstateConf.BlockCacheSizeMB -> _) ++
-        opts.get("snapshot-interval").map(RockstateConf.SnapshotInterval -> _)).toMap, 2)
+    val conf = RockstateConf.from(BenchConf.parse(opts.get("conf")) ++
+      opts.get("block-cache-mb").map(RockstateConf.BlockCacheSizeMB -> _) ++
+      opts.get("snapshot-interval").map(RockstateConf.SnapshotInterval -> _), 2)
     val dir = Files.createTempDirectory("rockstate-memory-bench").toFile
     val rounds = opts.getOrElse("rounds", "5").toInt
     try (opts.get("open-at-once"), opts.get("max-open-stores")) match {
       case (Some(atOnce), _) => runUnloading(dir, conf, stores, keys, atOnce.toInt, rounds)
       case (None, Some(cap)) =>
         runCapped(dir, conf.copy(maxOpenStores = cap.toInt, localDir = dir.getPath), stores,
-          keys, rounds)
+          keys, rounds, opts.getOrElse("read-back", "0").toInt)
       case _ => run(dir, conf, stores, keys)
     } finally FileUtils.deleteDirectory(dir)
   }
@@ -98,9 +105,15 @@ object StoreMemoryBench {
     }
   }
 
-  /** Every store loaded, written, committed and released in turn, `rounds` times. */
+  /**
+   * Every store loaded, written, committed and released in turn, `rounds` times; with
+   * `readBack` > 0 each round's keys are its own and every `readBack`-th key of two rounds
+   * before is read first.
+   */
   private def runCapped(dir: File, conf: RockstateConf, stores: Int, keys: Int,
-      rounds: Int): Unit = {
+      rounds: Int, readBack: Int): Unit = {
+    def key(round: Int, k: Int): Array[Byte] =
+      (if (readBack > 0) f"r$round%04dkey$k%08d" else f"key$k%08d").getBytes
     val memory = ExecutorMemory.get(conf)
     val checkpoint = new File(dir, "checkpoint")
     val all = (0 until stores).map { i =>
@@ -116,9 +129,12 @@ object StoreMemoryBench {
       all.foreach { s =>
         s.synchronized {
           s.db.load(round - 1L)
-          (0 until keys).foreach(k => s.db.put(f"key$k%08d".getBytes, value))
+          if (readBack > 0 && round > 2) {
+            (0 until keys by readBack).foreach(k => s.db.rocksDB.get(key(round - 2, k)))
+          }
+          (0 until keys).foreach(k => s.db.put(key(round, k), value))
           s.db.commit(round, forceSnapshot = false)
-          (0 until keys by 10).foreach(k => s.db.rocksDB.get(f"key$k%08d".getBytes))
+          (0 until keys by 10).foreach(k => s.db.rocksDB.get(key(round, k)))
         }
         OpenInstances.executor.released(s, conf.maxOpenStores)
       }
