@@ -130,7 +130,11 @@ object StoreMemoryBench {
         s.synchronized {
           s.db.load(round - 1L)
           if (readBack > 0 && round > 2) {
-            (0 until keys by readBack).foreach(k => s.db.rocksDB.get(key(round - 2, k)))
+            (0 until keys by readBack).foreach { k =>
+              // A key not found would read no block: the cache would not fill, unsaid.
+              require(s.db.rocksDB.get(key(round - 2, k)) != null,
+                s"key $k of round ${round - 2} missing from store ${s.db.rocksDB.dir}")
+            }
           }
           (0 until keys).foreach(k => s.db.put(key(round, k), value))
           s.db.commit(round, forceSnapshot = false)
