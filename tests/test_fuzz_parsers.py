@@ -17,6 +17,7 @@ import os
 import posixpath
 import struct
 import tempfile
+import zipfile
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -100,10 +101,18 @@ json_values = st.recursive(
     max_leaves=6)
 
 
+# JSON no writer of a checkpoint produces: numbers past a double, non-numbers, digits past
+# what int() takes, nesting past any writer's (each once inside a document).
+PATHOLOGIES = ["1e400", "-1e400", "NaN", "Infinity", "9" * 5000, "[" * 3000 + "]" * 3000,
+               '{"a":' * 200 + "1" + "}" * 200, "1e308", "-0", "true", "null", '""']
+
+
 @st.composite
 def mutated_json(draw: st.DrawFn, original: dict) -> bytes:
-    """``original`` with fields replaced by arbitrary JSON, removed, or paths made hostile."""
+    """``original`` with fields replaced by arbitrary JSON, removed, paths made hostile, or
+    values replaced by JSON pathologies."""
     doc = json.loads(json.dumps(original))
+    pathologies: list[str] = []
     hostile_paths = st.sampled_from(["../x", ESCAPE + "/x", "a/../../b", "", "s3a://b/k",
                                      "x\\..\\y", "a//b", "."])
 
@@ -117,6 +126,9 @@ def mutated_json(draw: st.DrawFn, original: dict) -> bytes:
                     node[key] = draw(json_values)
                 elif choice == 2 and key in ("path", "localName"):
                     node[key] = draw(hostile_paths)
+                elif choice == 3:
+                    pathologies.append(draw(st.sampled_from(PATHOLOGIES)))
+                    node[key] = f"@pathology{len(pathologies) - 1}@"
                 else:
                     walk(node[key])
         elif isinstance(node, list):
@@ -124,7 +136,10 @@ def mutated_json(draw: st.DrawFn, original: dict) -> bytes:
                 walk(item)
 
     walk(doc)
-    return json.dumps(doc).encode()
+    text = json.dumps(doc)
+    for i, raw in enumerate(pathologies):
+        text = text.replace(f'"@pathology{i}@"', raw)
+    return text.encode()
 
 
 # Version files and manifests.
@@ -415,3 +430,42 @@ def test_the_crc_of_a_fixture_is_what_its_listing_says():
         parse_version_file(path.read_bytes(), "versions/1-a.rsv", str(path))
     parse_snapshot_manifest(SNAPSHOT.read_bytes(), str(SNAPSHOT)).meta_files("seed")
     parse_family_schemas(SCHEMA_FILE.read_bytes(), str(SCHEMA_FILE))
+
+
+# Values that steer work, and Spark's snapshot zips.
+
+@fuzz
+@given(st.integers(-50, 10**9), st.integers(-10**6, 10**6))
+def test_decimal_parameters_in_a_schema(precision: int, scale: int):
+    from rockstate.checkpoint.state_schema import checked_types
+
+    schema = {"type": "struct", "fields": [
+        {"name": "d", "type": f"decimal({precision},{scale})", "nullable": True}]}
+    refuses_or_reads(lambda: checked_types(schema, "fuzzed"))
+
+
+@fuzz
+@given(st.sampled_from([zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2,
+                        zipfile.ZIP_LZMA]),
+       st.sampled_from([b"", b"v1\n{}", b"v1\n[1]", b"{" * 5000, b"\x00" * (1 << 20)]),
+       st.integers(0, 3))
+def test_spark_snapshot_zips(method: int, metadata: bytes, cut: int):
+    import io
+
+    import fsspec
+
+    from rockstate.checkpoint.location import CheckpointLocation
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=method) as z:
+        z.writestr("metadata", metadata)
+    data = buffer.getvalue()
+    data = data[:len(data) - cut * 7]
+    fs = fsspec.filesystem("memory")
+    root = "/fuzz-zip"
+    fs.pipe_file(f"{root}/state/0/0/1.zip", data)
+    try:
+        refuses_or_reads(lambda: spark_rocksdb.snapshot_metadata(
+            CheckpointLocation(f"memory://{root}"), f"{root}/state/0/0/1.zip"))
+    finally:
+        fs.rm(root, recursive=True)

@@ -17,6 +17,7 @@ import pytest
 from pyspark.sql import functions as F
 
 import rockstate
+from rockstate.checkpoint.file_kind import FileKind
 from rockstate.checkpoint.location import CheckpointLocation
 from support.cli import run_cli
 from support.streams import run_stream
@@ -137,12 +138,13 @@ def test_verify_checks_a_store_again_when_maintenance_expires_a_version(copy: Pa
     expired: list[str] = []
 
     def read_while_cleanup_runs(s, relative: str, needed_by: str,
-                                byte_range: tuple[int, int] | None = None) -> bytes:
+                                byte_range: tuple[int, int] | None = None,
+                                **kind: FileKind) -> bytes:
         if not expired and s == store and needed_by == "verify":
             for e in reversed(oldest):
                 (Path(store.path) / e.path).unlink()
                 expired.append(e.path)
-        return read(s, relative, needed_by, byte_range)
+        return read(s, relative, needed_by, byte_range, **kind)
 
     loc.read = read_while_cleanup_runs
     report = rockstate.verify(loc)

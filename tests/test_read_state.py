@@ -262,9 +262,9 @@ def test_a_version_reads_from_its_own_snapshot_that_landed_after_it(checkpoints,
     read_paths: list[str] = []
     real_read = rockstate.CheckpointLocation.read
 
-    def counting(self, store_ref, relative, needed_by, byte_range=None):
+    def counting(self, store_ref, relative, needed_by, byte_range=None, **kind):
         read_paths.append(relative)
-        return real_read(self, store_ref, relative, needed_by, byte_range)
+        return real_read(self, store_ref, relative, needed_by, byte_range, **kind)
 
     monkeypatch.setattr(rockstate.CheckpointLocation, "read", counting)
     from_own = _offline_rows(rockstate.read_state(str(copy), version=4, workers=1))

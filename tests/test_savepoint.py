@@ -7,6 +7,7 @@ damaged savepoint reports.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import zlib
@@ -169,7 +170,7 @@ def test_a_savepoint_checks_each_packed_sst_by_its_range(tmp_path: Path):
     listing = json.loads((tmp_path / "sp" / SAVEPOINT_FILE).read_text())
     for f in listing["files"]:
         if f["path"] == rel:
-            f["crc32"] = zlib.crc32(data)
+            f["sha256"] = hashlib.sha256(data).hexdigest()
     (tmp_path / "sp" / SAVEPOINT_FILE).write_text(json.dumps(listing))
     (problem,) = check_savepoint(str(tmp_path / "sp"))
     assert rel in problem and f"the SST at offset {offset} has CRC32" in problem
@@ -194,12 +195,49 @@ def test_cli_takes_verifies_and_restores_a_savepoint(tmp_path: Path, capsys):
     assert main(["restore", str(tmp_path / "sp"), str(tmp_path / "r")]) == 2
 
 
+def test_a_savepoint_has_the_digest_of_its_listing(tmp_path: Path, capsys):
+    """The digest is the SHA-256 of ``_savepoint.json`` as written (``sha256sum`` gives it
+    too), read back the same, printed by the CLI, and each file is listed by its SHA-256."""
+    from rockstate.cli import main
+
+    ckpt = _fixture_copy(tmp_path)
+    sp = rockstate.savepoint(str(ckpt), str(tmp_path / "sp"))
+    listing = (tmp_path / "sp" / SAVEPOINT_FILE).read_bytes()
+    assert sp.digest == hashlib.sha256(listing).hexdigest()
+    assert rockstate.read_savepoint(str(tmp_path / "sp")).digest == sp.digest
+    doc = json.loads(listing)
+    assert doc["savepointFormat"] == SAVEPOINT_FORMAT == 2
+    for f in doc["files"]:
+        data = (tmp_path / "sp" / f["path"]).read_bytes()
+        assert set(f) == {"path", "size", "sha256"}
+        assert f["sha256"] == hashlib.sha256(data).hexdigest()
+    assert check_savepoint(str(tmp_path / "sp"), expect_digest=sp.digest.upper()) == []
+    assert main(["savepoint", str(ckpt), str(tmp_path / "sp2")]) == 0
+    printed = capsys.readouterr().out.splitlines()[-1].split()
+    assert printed[0] == "digest" and printed[1] == hashlib.sha256(
+        (tmp_path / "sp2" / SAVEPOINT_FILE).read_bytes()).hexdigest()
+    assert main(["verify", str(tmp_path / "sp2"), "--expect-digest", printed[1]]) == 0
+    other = FIXTURE_DIGESTS["format-2"]  # another savepoint's
+    assert main(["verify", str(tmp_path / "sp2"), "--expect-digest", other]) == 1
+    assert main(["restore", str(tmp_path / "sp2"), str(tmp_path / "r"),
+                 "--expect-digest", other]) == 2
+    assert not (tmp_path / "r").exists()
+    assert main(["restore", str(tmp_path / "sp2"), str(tmp_path / "r"),
+                 "--expect-digest", printed[1]]) == 0
+
+
 SAVEPOINT_FIXTURES = Path(__file__).parent / "fixtures" / "savepoint"
+# Each fixture's digest, as tests/fixtures/generate_savepoint.py printed it (format 1, from
+# before digests were printed: `sha256sum _savepoint.json`).
+FIXTURE_DIGESTS = {
+    "format-1": "e214ffd0d15555fd8a9a743079d172770459bd43995fe6c45d38c8a2bef0e4c7",
+    "format-2": "640cb825f1a2c39a2beab0038fa3440a1f3185f9837fb3993c765232e1ebbabc",
+}
 
 
 def test_a_fixture_for_every_savepoint_format():
     assert sorted(p.name for p in SAVEPOINT_FIXTURES.iterdir()) == \
-        [f"format-{n}" for n in range(1, SAVEPOINT_FORMAT + 1)]
+        [f"format-{n}" for n in range(1, SAVEPOINT_FORMAT + 1)] == sorted(FIXTURE_DIGESTS)
 
 
 @pytest.mark.parametrize("fixture", sorted(p.name for p in SAVEPOINT_FIXTURES.iterdir()))
@@ -207,9 +245,33 @@ def test_every_savepoint_format_checks_and_restores(fixture: str, tmp_path: Path
     """A savepoint written by an earlier rockstate (tests/fixtures/generate_savepoint.py)
     checks clean, and restores to a location that reads as the checkpoint it was taken of."""
     saved = SAVEPOINT_FIXTURES / fixture
-    assert check_savepoint(str(saved)) == []
+    assert check_savepoint(str(saved), expect_digest=FIXTURE_DIGESTS[fixture]) == []
     assert rockstate.read_savepoint(str(saved)).batch_id == 2
-    restored = rockstate.restore(str(saved), str(tmp_path / "restored"))
+    assert rockstate.verify(str(saved), expect_digest=FIXTURE_DIGESTS[fixture]).ok
+    restored = rockstate.restore(str(saved), str(tmp_path / "restored"),
+                                 expect_digest=FIXTURE_DIGESTS[fixture])
     for var in ("total", "items", "counts"):
         assert rockstate.read_state(restored, state_var=var).to_pylist() == \
             rockstate.read_state(str(FIXTURE), state_var=var).to_pylist()
+
+
+def test_a_format_1_savepoint_is_still_checked_by_its_crc32s(tmp_path: Path):
+    """Format 1 listed CRC32s: it is read and checked by them (a changed file is found), and
+    a digest of its listing catches what CRC32 cannot: the file changed and its CRC32 in the
+    listing recomputed."""
+    saved = tmp_path / "format-1"
+    shutil.copytree(SAVEPOINT_FIXTURES / "format-1", saved)
+    files = rockstate.read_savepoint(str(saved)).files
+    assert all(f.crc32 is not None and f.sha256 is None for f in files)
+    source = saved / "sources/0/2"
+    source.write_bytes(source.read_bytes().replace(b"2", b"7"))
+    (problem,) = check_savepoint(str(saved))
+    assert problem.startswith("sources/0/2: CRC32 ")
+    listing = json.loads((saved / SAVEPOINT_FILE).read_text())
+    for f in listing["files"]:
+        if f["path"] == "sources/0/2":
+            f["crc32"] = zlib.crc32(source.read_bytes())
+    (saved / SAVEPOINT_FILE).write_text(json.dumps(listing, indent=1) + "\n")
+    assert check_savepoint(str(saved)) == []  # what a CRC32 listing cannot tell
+    (problem,) = check_savepoint(str(saved), expect_digest=FIXTURE_DIGESTS["format-1"])
+    assert problem.startswith(f"{SAVEPOINT_FILE}: its SHA-256 is ")

@@ -10,10 +10,12 @@ the JVM suite (``UntrustedInputSuite``) through ``tests/fixtures/untrusted``.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import threading
@@ -31,6 +33,7 @@ from rockstate.checkpoint.format import (
     changes_of,
     parse_version_file,
     unpack_meta,
+    version_header_length,
 )
 from rockstate.checkpoint.location import CheckpointLocation
 from rockstate.checkpoint.paths import relative_path
@@ -88,13 +91,18 @@ def edit_json(path: Path, change: Callable[[dict], None]) -> None:
 
 def relist(savepoint: Path, relative: str) -> None:
     """Rewrites a savepoint's listing of ``relative`` to match the file as it now is (what an
-    attacker who alters a file does, so the listing checks only itself)."""
+    attacker who alters a file does, so the listing checks only itself): its SHA-256 (format
+    2) or CRC32 (format 1)."""
     data = (savepoint / relative).read_bytes()
 
     def change(doc: dict) -> None:
         for f in doc["files"]:
             if f["path"] == relative:
-                f["size"], f["crc32"] = len(data), zlib.crc32(data)
+                f["size"] = len(data)
+                if "sha256" in f:
+                    f["sha256"] = hashlib.sha256(data).hexdigest()
+                else:
+                    f["crc32"] = zlib.crc32(data)
 
     edit_json(savepoint / SAVEPOINT_FILE, change)
 
@@ -116,6 +124,7 @@ def test_the_path_rule_is_the_shared_one():
 def test_the_decompression_bound_is_the_shared_one():
     assert RULES["maxDecompressionRatio"] == decompress.MAX_RATIO
     assert RULES["minDecompressionLimitBytes"] == decompress.MIN_LIMIT_BYTES
+    assert RULES["maxDecompressedBytes"] == decompress.MAX_BYTES
 
 
 # In a child whose address space is capped at 3 GB: 1 MB of zstd that does not compress may
@@ -532,3 +541,168 @@ def test_the_cli_answers_damaged_files_in_one_line(tmp_path: Path):
         assert "Traceback" not in err and "unexpected" not in err, (command, err)
         if code != 0:
             assert_one_line_error(code, err)
+
+
+# A savepoint that lost state, or whose files were changed with their checksums recomputed.
+
+def drop_from_savepoint(savepoint: Path, folder: str) -> None:
+    """Deletes ``folder`` from a savepoint and its files from the listing: what is left still
+    checks against its own listing."""
+    shutil.rmtree(savepoint / folder)
+    edit_json(savepoint / SAVEPOINT_FILE, lambda doc: doc.update(files=[
+        f for f in doc["files"] if not f["path"].startswith(folder + "/")]))
+
+
+def assert_lost_state_is_refused(savepoint: Path, folders: list[str], *expected: str) -> None:
+    """check_savepoint and verify name each folder as missing state, and restore publishes
+    nothing."""
+    problems = check_savepoint(str(savepoint))
+    assert [p.split(": ", 1)[0] for p in problems] == folders, problems
+    assert all(": missing: " in p and all(t in p for t in expected) for p in problems), problems
+    report = rockstate.verify(str(savepoint))
+    assert not report.ok and [p.path for p in report.problems] == folders
+    target = savepoint.parent / "restored"
+    with pytest.raises(CorruptCheckpointError, match="lost state"):
+        rockstate.restore(str(savepoint), str(target))
+    assert not target.exists() and not list(savepoint.parent.glob(".restored.rockstate-*"))
+
+
+def test_a_savepoint_that_lost_a_partitions_state_is_damage(tmp_path: Path):
+    rockstate.savepoint(str(CHECKPOINT), str(tmp_path / "sp"))
+    drop_from_savepoint(tmp_path / "sp", STORE)
+    # The offset log of batch 2 records 1 partition, the operator metadata the store.
+    assert_lost_state_is_refused(tmp_path / "sp", [STORE], "operator 0 partition 0 store default",
+                                 "offsets/2", "state/0/_metadata/v2/0")
+    code, out, err = cli("verify", str(tmp_path / "sp"))
+    assert code == 1 and f"PROBLEM savepoint of batch 2: {STORE}: missing" in out, (out, err)
+
+
+JOIN_STORES = ("left-keyToNumValues", "left-keyWithIndexToValue", "right-keyToNumValues",
+               "right-keyWithIndexToValue")
+
+
+def join_checkpoint(root: Path, provider: str) -> Path:
+    """A stream-stream join's checkpoint after batch 1 on Spark's own ``provider``: 2
+    partitions with four stores each, ``state/0/<partition>/<store>/`` holding versions 1 and
+    2 (their contents are never parsed by a savepoint)."""
+    ckpt = root / f"join-{provider}"
+    (ckpt / "offsets").mkdir(parents=True)
+    (ckpt / "commits").mkdir()
+    (ckpt / "metadata").write_text('{"id":"0b6b7c2e-4a39-4d4c-9a8f-2d2f8e0c6a11"}\n')
+    for batch in (0, 1):
+        meta = {"batchWatermarkMs": 0, "batchTimestampMs": 0,
+                "conf": {"spark.sql.shuffle.partitions": "2"}}
+        (ckpt / "offsets" / str(batch)).write_text(f"v1\n{json.dumps(meta)}\n{batch}")
+        (ckpt / "commits" / str(batch)).write_text('v1\n{"nextBatchWatermarkMs":0}')
+    (ckpt / "state/0/_metadata").mkdir(parents=True)
+    (ckpt / "state/0/_metadata/metadata").write_text("v1\n" + json.dumps({
+        "operatorInfo": {"operatorId": 0, "operatorName": "symmetricHashJoin"},
+        "stateStoreInfo": [{"storeName": n, "numColsPrefixKey": 0, "numPartitions": 2}
+                           for n in JOIN_STORES]}))
+    suffixes = (".delta",) if provider == "hdfs" else (".zip", ".changelog")
+    for part in (0, 1):
+        for name in JOIN_STORES:
+            store = ckpt / "state/0" / str(part) / name
+            store.mkdir(parents=True)
+            for version in (1, 2):
+                for suffix in suffixes:
+                    (store / f"{version}{suffix}").write_bytes(f"{name} {version}".encode())
+    return ckpt
+
+
+@pytest.mark.parametrize("provider", ["hdfs", "rocksdb"])
+def test_a_savepoint_that_lost_one_store_of_a_join_is_damage(tmp_path: Path, provider: str):
+    ckpt = join_checkpoint(tmp_path / "in", provider)
+    rockstate.savepoint(str(ckpt), str(tmp_path / "sp"))
+    assert check_savepoint(str(tmp_path / "sp")) == []
+    shutil.copytree(tmp_path / "sp", tmp_path / "whole" / "sp")
+    lost = "state/0/1/right-keyWithIndexToValue"
+    drop_from_savepoint(tmp_path / "sp", lost)
+    assert_lost_state_is_refused(
+        tmp_path / "sp", [lost], "store right-keyWithIndexToValue has no state version 2",
+        "ran on 2 partitions (offsets/1)", "state/0/_metadata/metadata names store")
+    # A whole partition: each of its four stores.
+    drop_from_savepoint(tmp_path / "whole" / "sp", "state/0/1")
+    assert_lost_state_is_refused(tmp_path / "whole" / "sp",
+                                 [f"state/0/1/{name}" for name in JOIN_STORES])
+
+
+def test_a_savepoint_of_a_stateless_query_stays_valid(tmp_path: Path):
+    ckpt = join_checkpoint(tmp_path / "in", "hdfs")
+    shutil.rmtree(ckpt / "state")
+    sp = rockstate.savepoint(str(ckpt), str(tmp_path / "sp"))
+    assert check_savepoint(str(tmp_path / "sp"), expect_digest=sp.digest) == []
+    assert rockstate.verify(str(tmp_path / "sp"), expect_digest=sp.digest).ok
+    rockstate.restore(str(tmp_path / "sp"), str(tmp_path / "restored"), expect_digest=sp.digest)
+    assert (tmp_path / "restored" / "offsets" / "1").is_file()
+
+
+def change_a_total(version_file: Path, old: int, new: int) -> None:
+    """Changes the value one ValueState (a long) is set to in a version file's changelog and
+    recomputes the file's CRC32 trailer: a whole, valid file with other state, as an attacker
+    writes it."""
+    data = version_file.read_bytes()
+    start = version_header_length(data, str(version_file))
+    changelog = data[start:-8]
+    assert changelog[:6] == b"RSCL\x01\x01"  # format 1, zstd
+    body = decompress.zstd(changelog[6:], str(version_file))
+    # A value: its encoding version byte, then an UnsafeRow (null bits, the long).
+    before, after = (bytes(9) + struct.pack("<q", n) for n in (old, new))
+    assert body.count(before) == 1
+    head = data[:start] + b"RSCL\x01\x00" + body.replace(before, after)  # stored plain
+    version_file.write_bytes(head + struct.pack(">I", zlib.crc32(head)) + b"RSVE")
+
+
+def test_a_version_file_changed_with_its_crc32_is_caught_by_sha256_or_the_digest(
+        tmp_path: Path):
+    sp = rockstate.savepoint(str(CHECKPOINT), str(tmp_path / "sp"))
+    (version,) = (tmp_path / "sp" / STORE / "versions").iterdir()
+    rel = str(version.relative_to(tmp_path / "sp"))
+    change_a_total(version, 15, 99)
+    # What passed format 1: its size and CRC32 recomputed in the listing. Its SHA-256 there
+    # is still the file's as it was saved.
+    data = version.read_bytes()
+    edit_json(tmp_path / "sp" / SAVEPOINT_FILE, lambda doc: [
+        f.update(size=len(data), crc32=zlib.crc32(data)) for f in doc["files"]
+        if f["path"] == rel])
+    problems = check_savepoint(str(tmp_path / "sp"))
+    assert len(problems) == 1 and problems[0].startswith(f"{rel}: ") and \
+        "SHA-256" in problems[0], problems
+    with pytest.raises(CorruptCheckpointError, match="SHA-256"):
+        rockstate.restore(str(tmp_path / "sp"), str(tmp_path / "restored"))
+    assert not (tmp_path / "restored").exists()
+    # The listing rewritten end to end (the file's size and SHA-256): it checks against
+    # itself, and nothing in the savepoint records the value. That is the documented limit,
+    # and what the digest taken with the savepoint is for.
+    relist(tmp_path / "sp", rel)
+    assert check_savepoint(str(tmp_path / "sp")) == []
+    totals = {r["key"]["key"]: r["value"]["n"]
+              for r in rockstate.read_state(str(tmp_path / "sp"), state_var="total").to_pylist()}
+    assert totals["d"] == 99
+    (problem,) = check_savepoint(str(tmp_path / "sp"), expect_digest=sp.digest)
+    assert problem.startswith(f"{SAVEPOINT_FILE}: its SHA-256 is ") and sp.digest in problem
+    report = rockstate.verify(str(tmp_path / "sp"), expect_digest=sp.digest)
+    assert not report.ok and [p.path for p in report.problems] == [SAVEPOINT_FILE]
+    with pytest.raises(CorruptCheckpointError, match="expected digest"):
+        rockstate.restore(str(tmp_path / "sp"), str(tmp_path / "restored"),
+                          expect_digest=sp.digest)
+    assert not (tmp_path / "restored").exists()
+    code, out, err = cli("verify", str(tmp_path / "sp"), "--expect-digest", sp.digest)
+    assert code == 1 and f"PROBLEM savepoint: {SAVEPOINT_FILE}: its SHA-256 is " in out, \
+        (out, err)
+    code, _, err = cli("restore", str(tmp_path / "sp"), str(tmp_path / "restored"),
+                       "--expect-digest", sp.digest)
+    assert_one_line_error(code, err, SAVEPOINT_FILE, "expected digest")
+    assert not (tmp_path / "restored").exists()
+
+
+def test_the_cli_refuses_a_digest_that_is_no_sha256_in_one_line(tmp_path: Path):
+    rockstate.savepoint(str(CHECKPOINT), str(tmp_path / "sp"))
+    for command in (["verify", str(tmp_path / "sp")],
+                    ["restore", str(tmp_path / "sp"), str(tmp_path / "restored")]):
+        code, _, err = cli(*command, "--expect-digest", "wrong")
+        assert_one_line_error(code, err, "'wrong' is not a SHA-256")
+    assert not (tmp_path / "restored").exists()
+    # A checkpoint location has no listing to compare a digest with.
+    code, _, err = cli("verify", str(CHECKPOINT), "--expect-digest", "0" * 64)
+    assert_one_line_error(code, err, "not a savepoint")

@@ -66,6 +66,8 @@ def _parser() -> argparse.ArgumentParser:
                                   "problem")):
         p = _offline(sub, name, text, _checkpoint_command)
         p.add_argument("--json", action="store_true", help="print JSON for scripts")
+        if name == "verify":
+            _expect_digest(p)
     read = _offline(sub, "read", "print an operator's state (key, value, partition)",
                     _state_command)
     read.add_argument("--operator", type=int, default=0)
@@ -107,6 +109,7 @@ def _parser() -> argparse.ArgumentParser:
     restore.add_argument("--keep-query-id", action="store_true",
                          help="keep the saved query's id (default: a new id, so forks and the "
                               "original can run side by side)")
+    _expect_digest(restore)
     for name, text in (("rescale", "rewrite a stopped query's state for a new number of "
                                    "shuffle partitions (runs a Spark job)"),
                        ("migrate", "move a stopped query's state to another state store "
@@ -146,6 +149,13 @@ def _target(p: argparse.ArgumentParser, name: str, text: str) -> None:
     p.add_argument("--target-option", action="append", default=[], metavar="KEY=VALUE",
                    dest="target_options",
                    help=f"an fsspec option for the {name}'s file system (as --storage-option)")
+
+
+def _expect_digest(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--expect-digest", metavar="HEX",
+                   help="the digest `rockstate savepoint` printed (the SHA-256 of the "
+                        "savepoint's _savepoint.json): a savepoint with another is damaged, "
+                        "even one rewritten end to end")
 
 
 def _at_least_one(text: str) -> int:
@@ -258,6 +268,9 @@ def _savepoint_command(args: argparse.Namespace, rest: list[str]) -> int:
                    target_options=_options(args.target_options))
     print(f"savepoint of batch {sp.batch_id} (state version {sp.state_version}) written to "
           f"{sp.url}: {len(sp.files)} files, {sp.bytes} bytes, checked")
+    # Only a digest kept apart from the savepoint detects one rewritten end to end.
+    print(f"digest {sp.digest} (SHA-256 of _savepoint.json): keep it apart from the savepoint "
+          "and pass it to `rockstate verify` and `rockstate restore` as --expect-digest")
     return 0
 
 
@@ -266,7 +279,7 @@ def _restore_command(args: argparse.Namespace, rest: list[str]) -> int:
 
     restore(args.savepoint, args.target, new_query_id=not args.keep_query_id,
             storage_options=_options(args.storage_options),
-            target_options=_options(args.target_options))
+            target_options=_options(args.target_options), expect_digest=args.expect_digest)
     print(f"{args.target} restored from {args.savepoint}; start the query with it as its "
           "checkpointLocation")
     return 0
@@ -333,10 +346,10 @@ def _checkpoint_command(args: argparse.Namespace, rest: list[str]) -> int:
     from rockstate.tools.verify import verify
 
     if args.json:
-        report = verify(location)
+        report = verify(location, expect_digest=args.expect_digest)
     else:
         with StoreProgress(len(location.stores()), "checking") as progress:
-            report = verify(location, progress=progress)
+            report = verify(location, progress=progress, expect_digest=args.expect_digest)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:

@@ -13,3 +13,7 @@ class RockstateSetupError(RockstateError):
 
 class CorruptCheckpointError(RockstateError):
     """A checkpoint file is missing, damaged, or not what its manifest says."""
+
+
+class MissingCheckpointFileError(CorruptCheckpointError):
+    """A file a checkpoint needs is not there (as opposed to there but unreadable)."""

@@ -6,12 +6,12 @@ the JVM side writes it. A newer ``formatVersion`` than this module knows is refu
 
 from __future__ import annotations
 
-import json
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
+from rockstate.checkpoint.json_text import load_json
 from rockstate.checkpoint.paths import file_name, relative_path
 from rockstate.encoding import decompress
 from rockstate.errors import CorruptCheckpointError
@@ -132,12 +132,7 @@ class SnapshotManifest:
 def load_document(data: bytes, where: str, newest: int = FORMAT_VERSION,
                   what: str = "manifest") -> dict:
     """A JSON document with a ``formatVersion`` this reader knows (at most ``newest``)."""
-    try:
-        doc = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise CorruptCheckpointError(
-            f"{what} {where} is not valid JSON ({e}); the checkpoint is corrupt. Restore the "
-            "file from a backup.") from None
+    doc = load_json(data, where, what)
     version = doc.get("formatVersion") if isinstance(doc, dict) else None
     if not isinstance(version, int) or version <= 0:
         raise CorruptCheckpointError(f"{what} {where} has no formatVersion; it is corrupt.")
@@ -231,7 +226,7 @@ def parse_version_manifest(data: bytes, where: str) -> VersionManifest:
             files=_files(doc["files"], where) if doc["formatVersion"] == 1 else (),
             row_checksums=doc.get("rowChecksums") is True,
         )
-    except (KeyError, TypeError, ValueError) as e:
+    except (KeyError, TypeError, ValueError, OverflowError, AttributeError) as e:
         raise CorruptCheckpointError(
             f"manifest {where} is missing or has a bad field ({e!r}); it is corrupt.") from None
 
@@ -364,7 +359,7 @@ def parse_snapshot_manifest(data: bytes, where: str) -> SnapshotManifest:
             meta_pack=_meta_pack_ref(doc["metaPack"], where) if doc["formatVersion"] >= 3
             else None,
         )
-    except (KeyError, TypeError, ValueError) as e:
+    except (KeyError, TypeError, ValueError, OverflowError, AttributeError) as e:
         raise CorruptCheckpointError(
             f"snapshot manifest {where} is missing or has a bad field ({e!r}); it is "
             "corrupt.") from None
@@ -386,7 +381,9 @@ def changelog_records(data: bytes, where: str) -> Iterator[tuple[str, bytes, byt
     """The records of a changelog file, in order: (op, key, value or None for delete).
 
     Raises CorruptCheckpointError for a file that is not a changelog, uses an unknown codec,
-    or does not end with its end record and count.
+    or does not end with its end record and count. A compressed body is decompressed as it is
+    read, a chunk at a time (``decompress.zstd_chunks``): what is held is one chunk and the
+    record that spans it, never the whole body.
     """
     def corrupt(why: str) -> CorruptCheckpointError:
         return CorruptCheckpointError(f"changelog {where} is damaged ({why}).")
@@ -397,46 +394,73 @@ def changelog_records(data: bytes, where: str) -> Iterator[tuple[str, bytes, byt
         raise corrupt(f"unknown changelog format {data[4]}")
     if data[5] not in CODECS:
         raise corrupt(f"unknown changelog codec {data[5]}")
-    body = data[6:]
     if CODECS[data[5]] == "zstd":
-        body = decompress.zstd(memoryview(data)[6:], f"changelog {where}", len(data))
+        chunks: Iterator[bytes] = decompress.zstd_chunks(memoryview(data)[6:],
+                                                         f"changelog {where}", len(data))
+    else:
+        chunks = iter((data[6:],))
+    return _records(chunks, corrupt)
+
+
+def _records(chunks: Iterator[bytes], corrupt: Callable[[str], CorruptCheckpointError]
+             ) -> Iterator[tuple[str, bytes, bytes | None]]:
+    """The records of a changelog body that arrives in ``chunks``: each record is parsed from
+    the chunk it ends in, with the unparsed rest of the chunks before it carried over."""
     # A tight loop over offsets: this runs once per record of every changelog read.
     unpack_int, unpack_long = struct.Struct(">i").unpack_from, struct.Struct(">q").unpack_from
-    end = len(body)
-    pos, count = 0, 0
-    try:
-        while True:
+    body, pos, count, ended = b"", 0, 0, False
+    for chunk in chunks:
+        if ended:
+            if chunk:
+                raise corrupt("data after the end record")
+            continue
+        body = body[pos:] + chunk if pos < len(body) else chunk
+        pos, end = 0, len(body)
+        while pos < end:
+            start = pos
             op = body[pos]
             pos += 1
             if op == 0:
                 if pos + 8 > end:
-                    raise corrupt("it ends inside its end record")
+                    pos = start
+                    break
                 (expected,) = unpack_long(body, pos)
                 if expected != count:
                     raise corrupt(f"{count} records found, the end record says {expected}")
                 if pos + 8 != end:
                     raise corrupt("data after the end record")
-                return
+                ended, pos = True, end
+                break
             name = OPS.get(op)
             if name is None:
                 raise corrupt(f"unknown record type {op}")
+            if pos + 4 > end:
+                pos = start
+                break
             (n,) = unpack_int(body, pos)
+            if n < 0:
+                raise corrupt(f"record length {n} out of range")
             pos += 4
-            if n < 0 or pos + n > end:
-                raise corrupt("it ends before its end record" if n >= 0 else
-                              f"record length {n} out of range")
+            if pos + n > end:
+                pos = start
+                break
             key = body[pos:pos + n]
             pos += n
             value = None
             if op != 3:
+                if pos + 4 > end:
+                    pos = start
+                    break
                 (n,) = unpack_int(body, pos)
+                if n < 0:
+                    raise corrupt(f"record length {n} out of range")
                 pos += 4
-                if n < 0 or pos + n > end:
-                    raise corrupt("it ends before its end record" if n >= 0 else
-                                  f"record length {n} out of range")
+                if pos + n > end:
+                    pos = start
+                    break
                 value = body[pos:pos + n]
                 pos += n
             count += 1
             yield name, key, value
-    except (IndexError, struct.error):
-        raise corrupt("it ends before its end record") from None
+    if not ended:
+        raise corrupt("it ends before its end record")

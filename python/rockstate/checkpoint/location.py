@@ -7,7 +7,6 @@ snapshots and changelogs as docs/checkpoint-format.md lays them out.
 
 from __future__ import annotations
 
-import json
 import os
 import posixpath
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ from typing import Any
 
 import fsspec
 
+from rockstate.checkpoint.file_kind import FileKind
 from rockstate.checkpoint.format import (
     SnapshotManifest,
     VersionManifest,
@@ -22,9 +22,11 @@ from rockstate.checkpoint.format import (
     parse_version_file,
     parse_version_manifest,
 )
+from rockstate.checkpoint.json_text import load_json
+from rockstate.checkpoint.local_read import read_local_file
 from rockstate.checkpoint.model import Checkpoint, parse_abort_record, parse_checkpoint_metadata
-from rockstate.checkpoint.paths import join_within
-from rockstate.errors import CorruptCheckpointError
+from rockstate.checkpoint.paths import is_number, join_within, relative_path
+from rockstate.errors import CorruptCheckpointError, MissingCheckpointFileError
 
 DEFAULT_STORE = "default"
 # The order of a stream-stream join's four stores in Spark's per-partition state id arrays.
@@ -63,10 +65,13 @@ class CheckpointLocation:
 
     def __init__(self, url: str, **storage_options: Any) -> None:
         self.url = url
-        self.fs, self.root = fsspec.core.url_to_fs(url, **storage_options)
+        self.fs, root = fsspec.core.url_to_fs(url, **storage_options)
         protocols = (self.fs.protocol,) if isinstance(self.fs.protocol, str) else \
             tuple(self.fs.protocol)
         self._local = "file" in protocols
+        # The user named the root: links on the way to it are theirs to make. Links inside it
+        # are the checkpoint's, and never followed.
+        self.root = os.path.realpath(root) if self._local else root.rstrip("/") or root
         # Spark's commit log entries read so far (they never change once written).
         self._recorded: dict[int, dict[int, list[list[str]]]] = {}
         if not self.fs.isdir(self.root):
@@ -92,7 +97,7 @@ class CheckpointLocation:
 
     def operators(self) -> list[int]:
         """Ids of the stateful operators that have state here."""
-        return sorted(int(d) for d in self.subfolders(self.path("state")) if d.isdigit())
+        return sorted(int(d) for d in self.subfolders(self.path("state")) if is_number(d))
 
     def stores(self, operator: int | None = None) -> list[StoreRef]:
         """rockstate stores (directories with ``versions/`` or, written by rockstate before
@@ -100,7 +105,7 @@ class CheckpointLocation:
         out = []
         for op in self.operators() if operator is None else [operator]:
             for part in self.subfolders(self.path("state", str(op))):
-                if not part.isdigit():
+                if not is_number(part):
                     continue
                 base = self.path("state", str(op), part)
                 if self._is_store(base):
@@ -115,41 +120,87 @@ class CheckpointLocation:
         return any(self.fs.isdir(posixpath.join(path, d)) for d in ("versions", "manifests"))
 
     def read(self, store: StoreRef, relative: str, needed_by: str,
-             byte_range: tuple[int, int] | None = None) -> bytes:
+             byte_range: tuple[int, int] | None = None, kind: FileKind = FileKind.DATA) -> bytes:
         """A file of a store (only ``byte_range``, start and end, of it when given: a pack
         member's, one ranged read; a pack cut short gives fewer bytes, which the caller's size
         check names); a missing one is an error naming what needs it."""
         return self._cat(join_within(store.path, relative, f"{needed_by} of {store}"),
-                         f"{needed_by} of {store}", byte_range)
+                         f"{needed_by} of {store}", kind, byte_range)
 
-    def read_file(self, relative: str, needed_by: str) -> bytes:
+    def read_file(self, relative: str, needed_by: str, kind: FileKind = FileKind.DATA) -> bytes:
         """A file of the checkpoint, by its path inside it (checked to stay inside it)."""
-        return self._cat(join_within(self.root, relative, needed_by), needed_by)
+        return self._cat(join_within(self.root, relative, needed_by), needed_by, kind)
 
-    def _cat(self, path: str, needed_by: str,
+    def read_path(self, path: str, needed_by: str, kind: FileKind) -> bytes:
+        """A file of the checkpoint by its path in the location's file system (one a listing
+        gave, or :meth:`path` made); FileNotFoundError when it is missing, so a caller that
+        expects it absent at times can tell."""
+        return self._bounded(path, needed_by, kind, None)
+
+    def _cat(self, path: str, needed_by: str, kind: FileKind,
              byte_range: tuple[int, int] | None = None) -> bytes:
-        """A file's bytes (those of ``byte_range``, start and end, when given); missing, a
-        directory or (on a local disk) a symlink, which could lead anywhere, is
+        """A file's bytes (those of ``byte_range``, start and end, when given); missing is
         CorruptCheckpointError naming what needs it."""
-        if self._local and os.path.islink(path):
-            raise CorruptCheckpointError(
-                f"{path}, needed by {needed_by}, is a symbolic link; rockstate does not follow "
-                "links in a checkpoint. Replace it with the file itself.")
         try:
-            if byte_range is None:
-                return self.fs.cat_file(path)
-            return self.fs.cat_file(path, start=byte_range[0], end=byte_range[1])
+            return self._bounded(path, needed_by, kind, byte_range)
         except FileNotFoundError:
-            raise CorruptCheckpointError(
+            raise MissingCheckpointFileError(
                 f"{path}, needed by {needed_by}, is missing from the checkpoint location."
             ) from None
-        except (IsADirectoryError, PermissionError) as e:
+
+    def _bounded(self, path: str, needed_by: str, kind: FileKind,
+                 byte_range: tuple[int, int] | None) -> bytes:
+        """The one way a file of the location is read: on the local disk no symbolic link at
+        any component and only a regular file (``local_read``); anywhere, at most
+        ``kind.limit`` bytes."""
+        relative = self._inside(path, needed_by)
+        if self._local:
+            return read_local_file(self.root, relative, kind.limit, needed_by, byte_range)
+        # Unranged: one byte past the limit, so a larger file is seen without being fetched.
+        start, end = byte_range if byte_range is not None else (0, kind.limit + 1)
+        if byte_range is not None and end - start > kind.limit:
+            raise CorruptCheckpointError(
+                f"{path}, needed by {needed_by}, is asked for {end - start} bytes, more than "
+                f"such a file may hold ({kind.limit}); the manifest naming it is damaged.")
+        try:
+            data = self.fs.cat_file(path, start=start, end=end)
+        except (IsADirectoryError, PermissionError, NotADirectoryError) as e:
             raise CorruptCheckpointError(
                 f"{path}, needed by {needed_by}, cannot be read as a file ({e.strerror}).") \
                 from None
+        if len(data) > kind.limit:
+            raise CorruptCheckpointError(
+                f"{path}, needed by {needed_by}, holds more than such a file may "
+                f"({kind.limit} bytes). Restore it from a trusted copy; nothing was read from "
+                "it.")
+        return data
+
+    def _inside(self, path: str, needed_by: str) -> str:
+        """``path`` relative to the root; a path outside it (one a file named) is refused."""
+        relative = posixpath.relpath(path, self.root)
+        if relative == "." or relative == ".." or relative.startswith("../"):
+            raise CorruptCheckpointError(
+                f"{path}, needed by {needed_by}, is outside the checkpoint location {self.url}; "
+                "a checkpoint's files stay inside it. Restore it from a trusted copy.")
+        return relative_path(relative, needed_by)
+
+    def _unlinked(self, path: str, needed_by: str) -> str:
+        """``path``, a folder to list; on the local disk a symbolic link at any of its
+        components below the root is refused, as a read through it would be (a listing through
+        a link would name files that are elsewhere)."""
+        if self._local:
+            at = self.root
+            for part in self._inside(path, needed_by).split("/"):
+                at = os.path.join(at, part)
+                if os.path.islink(at):
+                    raise CorruptCheckpointError(
+                        f"{path}, needed by {needed_by}, goes through the symbolic link {at}; "
+                        "rockstate follows no link in a checkpoint. Replace the link with the "
+                        "folder itself.")
+        return path
 
     def _listing(self, store: StoreRef, sub: str, suffix: str) -> list[str]:
-        path = posixpath.join(store.path, sub)
+        path = self._unlinked(posixpath.join(store.path, sub), str(store))
         if not self.fs.isdir(path):
             return []
         return sorted(posixpath.basename(p) for p in self.fs.ls(path, detail=False)
@@ -160,13 +211,13 @@ class CheckpointLocation:
         by version."""
         out = []
         for sub, suffix in (("versions", ".rsv"), ("manifests", ".json")):
-            path = posixpath.join(store.path, sub)
+            path = self._unlinked(posixpath.join(store.path, sub), str(store))
             if not self.fs.isdir(path):
                 continue
             for info in self.fs.ls(path, detail=True):
                 name = posixpath.basename(info["name"])
                 head = name[:-len(suffix)] if sub == "manifests" else name.split("-", 1)[0]
-                if name.endswith(suffix) and not name.startswith(".") and head.isdigit() \
+                if name.endswith(suffix) and not name.startswith(".") and is_number(head) \
                         and info.get("type") != "directory":
                     out.append(VersionEntry(int(head), f"{sub}/{name}", _mtime(info),
                                             int(info["size"])))
@@ -180,13 +231,19 @@ class CheckpointLocation:
         """The state checkpoint ids Spark's commit log records for ``batch_id`` (checkpoint
         format 2): operator -> one list of store ids per partition; empty for format 1."""
         if batch_id not in self._recorded:
+            path = self.path("commits", str(batch_id))
             try:
-                data = self.fs.cat_file(self.path("commits", str(batch_id)))
-                lines = data.decode().splitlines()
-                ids = json.loads(lines[1]).get("stateUniqueIds") if len(lines) > 1 else None
-            except (FileNotFoundError, ValueError):
-                ids = None
-            self._recorded[batch_id] = {int(op): parts for op, parts in (ids or {}).items()}
+                lines = self.read_path(path, f"batch {batch_id}", FileKind.LOG_ENTRY).split(
+                    b"\n")
+            except FileNotFoundError:
+                lines = []
+            doc = load_json(lines[1], path, "commit log entry") if len(lines) > 1 else {}
+            if not isinstance(doc, dict):
+                raise CorruptCheckpointError(
+                    f"commit log entry {path} is damaged (its second line is not a JSON "
+                    "object); restore it from a trusted copy.")
+            ids = doc.get("stateUniqueIds")
+            self._recorded[batch_id] = _state_ids(ids, path)
         return self._recorded[batch_id]
 
     def landed(self, store: StoreRef, version: int,
@@ -220,7 +277,8 @@ class CheckpointLocation:
         """A version's manifest, its lineage complete: a version file is read whole and
         checked; a format 1/2 manifest is read as it is."""
         e = entry or self.landed(store, version)
-        data = self.read(store, e.path, f"version {version}")
+        data = self.read(store, e.path, f"version {version}",
+                         kind=FileKind.DOCUMENT if e.is_legacy else FileKind.DATA)
         where = posixpath.join(store.path, e.path)
         if e.is_legacy:
             return parse_version_manifest(data, where)
@@ -234,7 +292,8 @@ class CheckpointLocation:
 
     def snapshot_manifest(self, store: StoreRef, relative: str, needed_by: str
                           ) -> SnapshotManifest:
-        return parse_snapshot_manifest(self.read(store, relative, needed_by),
+        return parse_snapshot_manifest(self.read(store, relative, needed_by,
+                                                 kind=FileKind.DOCUMENT),
                                        posixpath.join(store.path, relative))
 
     def changelogs(self, store: StoreRef) -> list[str]:
@@ -244,7 +303,7 @@ class CheckpointLocation:
         """Every data file (sst/, meta/, changelog/) with its size; checksum sidecars skipped."""
         out = {}
         for sub in ("sst", "meta", "changelog"):
-            top = posixpath.join(store.path, sub)
+            top = self._unlinked(posixpath.join(store.path, sub), str(store))
             if not self.fs.isdir(top):
                 continue
             for path, info in self.fs.find(top, detail=True).items():
@@ -263,13 +322,13 @@ class CheckpointLocation:
         ``state/<op>/_retired/<batch>-<partition>-rockstate``; a later one may have made a new
         store under the old name."""
         parts = store_dir.split("/")
-        if len(parts) < 3 or parts[0] != "state" or not parts[2].isdigit():
+        if len(parts) < 3 or parts[0] != "state" or not is_number(parts[2]):
             return store_dir
         retired = self.path("state", parts[1], "_retired")
         folders = {}  # last batch that used it -> retired folder
         for n in self.subfolders(retired):
             batch, _, rest = n.partition("-")
-            if batch.isdigit() and rest in (parts[2], f"{parts[2]}-rockstate"):
+            if is_number(batch) and rest in (parts[2], f"{parts[2]}-rockstate"):
                 folders[int(batch)] = n
         used_until = [b for b in folders if version <= b + 1]
         if not used_until:
@@ -282,8 +341,9 @@ class CheckpointLocation:
         out = []
         for name in self.subfolders(top):
             path = posixpath.join(top, name, "_metadata")
-            if name.isdigit() and self.fs.exists(path):
-                out.append(parse_checkpoint_metadata(self.fs.cat_file(path), path))
+            if is_number(name) and self.fs.exists(path):
+                out.append(parse_checkpoint_metadata(
+                    self.read_path(path, "the checkpoint history", FileKind.DOCUMENT), path))
         return sorted(out, key=lambda c: c.version)
 
     def aborted_checkpoints(self) -> list[Checkpoint]:
@@ -294,8 +354,9 @@ class CheckpointLocation:
         out = []
         for path in self.fs.ls(top, detail=False):
             name = posixpath.basename(path)
-            if name.endswith(".json") and name[:-5].isdigit():
-                out.append(parse_abort_record(self.fs.cat_file(path), path))
+            if name.endswith(".json") and is_number(name[:-5]):
+                out.append(parse_abort_record(
+                    self.read_path(path, "the checkpoint history", FileKind.DOCUMENT), path))
         return sorted(out, key=lambda c: c.version)
 
     def summary(self) -> dict:
@@ -336,6 +397,22 @@ class VersionEntry:
         return self.path.startswith("manifests/")
 
 
+def _state_ids(ids: object, where: str) -> dict[int, list[list[str]]]:
+    """A commit log entry's ``stateUniqueIds`` (operator -> per partition, the store ids),
+    each part checked for its type: they become file names."""
+    if ids is None:
+        return {}
+    ok = isinstance(ids, dict) and all(
+        is_number(op) and isinstance(parts, list) and all(
+            isinstance(p, list) and all(isinstance(i, str) for i in p) for p in parts)
+        for op, parts in ids.items())
+    if not ok:
+        raise CorruptCheckpointError(
+            f"commit log entry {where} is damaged (its stateUniqueIds is not operator -> "
+            "lists of store ids); restore it from a trusted copy.")
+    return {int(op): parts for op, parts in ids.items()}  # type: ignore[union-attr]
+
+
 def _written_last(attempts: list[VersionEntry]) -> VersionEntry | None:
     """Of several attempts of one version, the one the storage wrote last (then the greatest
     name): the JVM's rule (``VersionEntry.landed``), so every reader picks the same."""
@@ -362,7 +439,7 @@ def snapshot_version(path: str) -> int:
     """The version a snapshot manifest's name (``<version>-<id>.json``, with or without its
     folder) carries; -1 for a name without one."""
     head = posixpath.basename(path).split("-", 1)[0]
-    return int(head) if head.isdigit() else -1
+    return int(head) if is_number(head) else -1
 
 
 def _snapshot_order(name: str) -> tuple[int, str]:

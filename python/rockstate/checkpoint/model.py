@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rockstate.checkpoint.format import load_document
+from rockstate.checkpoint.paths import relative_path
 from rockstate.errors import CorruptCheckpointError
 
 METADATA_FORMAT_VERSION = 1
@@ -122,24 +123,27 @@ class QueryCheckpoints:
         return checkpoints_html(self)
 
 
-def _store_ack(doc: dict) -> StoreAck:
+def _store_ack(doc: dict, where: str) -> StoreAck:
+    """One store's acknowledgement; its paths become file paths, so each is contained."""
     f = doc["figures"]
     return StoreAck(
         operator=int(doc["operatorId"]), store=doc["storeName"],
         partition=int(doc["partitionId"]), executor_id=str(doc["executorId"]),
-        store_dir=doc["storeDir"], snapshot_manifest=doc["snapshotManifest"],
-        version_manifest=doc["versionManifest"], sync_ms=int(f["syncMs"]),
+        store_dir=relative_path(doc["storeDir"], f"{where} (storeDir)"),
+        snapshot_manifest=relative_path(doc["snapshotManifest"], f"{where} (snapshotManifest)"),
+        version_manifest=relative_path(doc["versionManifest"], f"{where} (versionManifest)"),
+        sync_ms=int(f["syncMs"]),
         async_ms=int(f["asyncMs"]), bytes_uploaded=int(f["bytesUploaded"]),
         bytes_reused=int(f["bytesReused"]), files_uploaded=int(f["filesUploaded"]),
         files_reused=int(f["filesReused"]), state_bytes=int(f["stateBytes"]),
         num_keys=int(f["numKeys"]), acked_at_ms=int(doc["ackedAtMs"]))
 
 
-def parse_completed(doc: dict) -> Checkpoint:
+def parse_completed(doc: dict, where: str = "the driver's checkpoint") -> Checkpoint:
     """A completed checkpoint's document (a ``_metadata`` file's, or the driver's)."""
     return Checkpoint(
         version=int(doc["version"]), status="completed",
-        stores=tuple(_store_ack(s) for s in doc["stores"]),
+        stores=tuple(_store_ack(s, where) for s in doc["stores"]),
         triggered_at_ms=int(doc["triggeredAtMs"]), completed_at_ms=int(doc["completedAtMs"]),
         run_id=doc.get("runId"))
 
@@ -148,8 +152,8 @@ def parse_checkpoint_metadata(data: bytes, where: str) -> Checkpoint:
     """A completed checkpoint's ``_metadata`` file; a damaged one is an error naming it."""
     doc = load_document(data, where, METADATA_FORMAT_VERSION, "checkpoint metadata")
     try:
-        return parse_completed(doc)
-    except (KeyError, TypeError, ValueError) as e:
+        return parse_completed(doc, where)
+    except (KeyError, TypeError, ValueError, OverflowError, AttributeError) as e:
         raise CorruptCheckpointError(
             f"checkpoint metadata {where} is missing or has a bad field ({e!r}).") from None
 
@@ -163,7 +167,7 @@ def parse_abort_record(data: bytes, where: str) -> Checkpoint:
             triggered_at_ms=int(doc["triggeredAtMs"]), aborted_at_ms=int(doc["abortedAtMs"]),
             acknowledged=int(doc["acknowledged"]), expected=int(doc["expected"]),
             run_id=doc.get("runId"))
-    except (KeyError, TypeError, ValueError) as e:
+    except (KeyError, TypeError, ValueError, OverflowError, AttributeError) as e:
         raise CorruptCheckpointError(
             f"aborted checkpoint record {where} is missing or has a bad field ({e!r}).") from None
 
@@ -177,7 +181,7 @@ def parse_live_view(doc: dict) -> QueryCheckpoints:
         completed=tuple(parse_completed(c) for c in doc["completed"]),
         pending=tuple(
             Checkpoint(version=int(p["version"]), status="pending",
-                       stores=tuple(_store_ack(s) for s in p["stores"]),
+                       stores=tuple(_store_ack(s, "the driver's view") for s in p["stores"]),
                        missing=tuple((int(m["operatorId"]), m["storeName"],
                                       int(m["partitionId"])) for m in p["missing"]),
                        triggered_at_ms=int(p["triggeredAtMs"]), run_id=doc["runId"])

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import posixpath
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import fsspec
-
+from rockstate.checkpoint.file_kind import FileKind
+from rockstate.checkpoint.json_text import load_json
+from rockstate.checkpoint.location import CheckpointLocation
+from rockstate.checkpoint.paths import is_number
 from rockstate.errors import CorruptCheckpointError, RockstateError
-
-if TYPE_CHECKING:
-    from rockstate.checkpoint.location import CheckpointLocation
 
 
 def log_entries(fs: Any, path: str) -> dict[int, str]:
@@ -23,7 +21,7 @@ def log_entries(fs: Any, path: str) -> dict[int, str]:
     out = {}
     for p in fs.ls(path, detail=False):
         name = posixpath.basename(p.rstrip("/"))
-        if not name.startswith(".") and name.split(".")[0].isdigit():
+        if not name.startswith(".") and is_number(name.split(".")[0]):
             out[int(name.split(".")[0])] = name
     return out
 
@@ -44,8 +42,8 @@ def entry_lines(data: bytes, path: str) -> list[str]:
 def entry_confs(lines: list[str]) -> dict[str, str]:
     """The session confs an offset log entry (its ``entry_lines``) recorded."""
     try:
-        doc = json.loads(lines[1])
-    except ValueError:
+        doc = load_json(lines[1], "an offset log entry", "batch metadata of")
+    except CorruptCheckpointError:
         doc = None
     conf = doc.get("conf", {}) if isinstance(doc, dict) else None
     if not isinstance(conf, dict):
@@ -64,25 +62,28 @@ def recorded_confs(checkpoint_location: str | Path | CheckpointLocation,
     Spark records the state store provider there when a query starts and keeps using that
     provider on restart, so this is the ground truth of which provider a query runs on.
     """
-    fs, root = _file_system(checkpoint_location, storage_options or {})
-    offsets = posixpath.join(root, "offsets")
-    batches = sorted(log_entries(fs, offsets))
+    loc = _location(checkpoint_location, storage_options or {})
+    offsets = loc.path("offsets")
+    batches = sorted(log_entries(loc.fs, offsets))
     if not batches:
         raise RockstateError(
             f"rockstate: no offset log under {offsets}; has the query run a batch yet?"
         )
     chosen = batches[-1] if batch_id is None else batch_id
     path = posixpath.join(offsets, str(chosen))
-    return entry_confs(entry_lines(fs.cat_file(path), path))
+    try:
+        data = loc.read_path(path, "the recorded confs", FileKind.LOG_ENTRY)
+    except FileNotFoundError:
+        raise RockstateError(f"rockstate: {path} is missing; batch {chosen} has no offset log "
+                             "entry.") from None
+    return entry_confs(entry_lines(data, path))
 
 
-def _file_system(location: str | Path | CheckpointLocation,
-                 storage_options: dict[str, Any]) -> tuple[Any, str]:
-    from rockstate.checkpoint.location import CheckpointLocation
-
+def _location(location: str | Path | CheckpointLocation,
+              storage_options: dict[str, Any]) -> CheckpointLocation:
     if isinstance(location, CheckpointLocation):
-        return location.fs, location.root
-    return fsspec.core.url_to_fs(str(location), **storage_options)
+        return location
+    return CheckpointLocation(str(location), **storage_options)
 
 
 def provider_class(checkpoint_location: str | Path | CheckpointLocation,

@@ -15,6 +15,8 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from rockstate.checkpoint.file_kind import FileKind
+from rockstate.checkpoint.json_text import load_json
 from rockstate.errors import CorruptCheckpointError
 
 if TYPE_CHECKING:
@@ -82,14 +84,15 @@ def parse_operator_metadata(data: bytes, where: str) -> OperatorMetadata:
         head, _, body = data.decode("utf-8").partition("\n")
         if head not in ("v1", "v2"):
             raise ValueError(f"format line {head[:20]!r}, not v1 or v2")
-        doc = json.loads(body)
+        doc = load_json(body, where, "Spark's operator metadata")
         if not isinstance(doc, dict):
             raise ValueError("not a JSON object")
         info = doc.get("operatorInfo")
         if not isinstance(info, dict):
             raise ValueError("no operatorInfo")
         stores = tuple(_store_info(s) for s in doc.get("stateStoreInfo") or [])
-        properties = json.loads(doc.get("operatorPropertiesJson") or "{}")
+        properties = load_json(doc.get("operatorPropertiesJson") or "{}", where,
+                               "the operator properties of")
         if not isinstance(properties, dict):
             raise ValueError("operatorPropertiesJson is not a JSON object")
         variables = properties.get("stateVariables", [])
@@ -101,7 +104,8 @@ def parse_operator_metadata(data: bytes, where: str) -> OperatorMetadata:
             format_line=head, operator_id=int(info["operatorId"]),
             operator_name=str(info["operatorName"]), stores=stores, where=where,
             properties=properties, document=doc)
-    except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as e:
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError,
+            OverflowError) as e:
         raise CorruptCheckpointError(
             f"Spark's operator metadata {where} is damaged ({e}).") from None
 
@@ -153,4 +157,5 @@ def read_operator_metadata(loc: CheckpointLocation, operator: int,
     if relative is None:
         return None
     return parse_operator_metadata(
-        loc.read_file(relative, f"operator {operator}'s metadata"), loc.path(relative))
+        loc.read_file(relative, f"operator {operator}'s metadata", FileKind.SPARK_METADATA),
+        loc.path(relative))

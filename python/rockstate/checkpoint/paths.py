@@ -63,3 +63,9 @@ def local_within(directory: Path, relative: object, where: str) -> Path:
     if os.path.commonpath([base, os.path.realpath(target)]) != base:
         raise _refused(str(relative), where, "leads out of its folder through a symlink")
     return target
+
+
+def is_number(name: str) -> bool:
+    """Whether a name from a listing is a batch, version or partition number: ASCII digits
+    (``str.isdigit`` also takes ``²`` and other digits ``int`` refuses), at most 18 of them."""
+    return 0 < len(name) <= 18 and name.isascii() and name.isdigit()

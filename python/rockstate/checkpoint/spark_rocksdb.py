@@ -18,7 +18,6 @@ Version ``v`` is the newest snapshot at or below ``v``, plus the changelogs afte
 from __future__ import annotations
 
 import io
-import json
 import posixpath
 import struct
 import tempfile
@@ -30,8 +29,10 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from rockstate.checkpoint.file_kind import FileKind
+from rockstate.checkpoint.json_text import load_json
 from rockstate.checkpoint.location import DEFAULT_STORE, CheckpointLocation
-from rockstate.checkpoint.paths import file_name, local_within, relative_path
+from rockstate.checkpoint.paths import file_name, is_number, local_within, relative_path
 from rockstate.encoding import decompress, packed_entries, row_checksum
 from rockstate.encoding.changelog_overlay import ChangelogOverlay
 from rockstate.errors import CorruptCheckpointError, RockstateError
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
     from rocksdict import ReadOptions
 
 _LZ4_MAGIC = b"LZ4Block"
+# The zip methods Spark's snapshot zips use (java.util.zip writes no others).
+_ZIP_METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 # Bytes RocksDB reads ahead of a scan of a snapshot's SSTs.
 _READAHEAD = 4 << 20
@@ -49,7 +52,7 @@ def partitions(loc: CheckpointLocation, operator: int, store: str) -> dict[int, 
     """Partition directories Spark's provider wrote (with ``.zip`` or ``.changelog`` files)."""
     out = {}
     for part in loc.subfolders(loc.path("state", str(operator))):
-        if not part.isdigit():
+        if not is_number(part):
             continue
         path = loc.path("state", str(operator), part,
                          *([] if store == DEFAULT_STORE else [store]))
@@ -62,7 +65,7 @@ def partitions(loc: CheckpointLocation, operator: int, store: str) -> dict[int, 
 def numbered(names: Iterable[str], suffix: str) -> list[int]:
     """Versions of the files named ``<version><suffix>`` among ``names``, ascending."""
     return sorted(int(n[:-len(suffix)]) for n in names
-                  if n.endswith(suffix) and n[:-len(suffix)].isdigit())
+                  if n.endswith(suffix) and is_number(n[:-len(suffix)]))
 
 
 def _numbered(loc: CheckpointLocation, path: str, suffix: str) -> list[int]:
@@ -82,19 +85,57 @@ def versions(loc: CheckpointLocation, path: str) -> list[int]:
 def parse_snapshot_metadata(text: str, where: str) -> dict:
     """A snapshot zip's ``metadata`` member: a ``v1`` line, then JSON."""
     try:
-        return json.loads(text.split("\n", 1)[1] if text.startswith("v") else text)
-    except (IndexError, ValueError) as e:
-        raise CorruptCheckpointError(f"the metadata in {where} is unreadable ({e}).") from None
+        doc = load_json(text.split("\n", 1)[1] if text.startswith("v") else text, where,
+                        "the metadata in")
+    except IndexError:
+        raise CorruptCheckpointError(f"the metadata in {where} is unreadable (no JSON after "
+                                     "its version line).") from None
+    if not isinstance(doc, dict):
+        raise CorruptCheckpointError(f"the metadata in {where} is not a JSON object.")
+    return doc
 
 
 def snapshot_metadata(loc: CheckpointLocation, zip_path: str) -> dict:
     """The ``metadata`` of a snapshot zip, without extracting the rest."""
+    data = _read(loc, zip_path, "its column families")
     try:
-        with zipfile.ZipFile(io.BytesIO(loc.fs.cat_file(zip_path))) as z:
-            text = z.read("metadata").decode()
-    except (zipfile.BadZipFile, KeyError) as e:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            text = _member(z, z.getinfo("metadata"), zip_path, len(data)).decode()
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, KeyError, EOFError, ValueError,
+            UnicodeDecodeError) as e:
         raise CorruptCheckpointError(f"{zip_path} has no readable metadata ({e}).") from None
     return parse_snapshot_metadata(text, zip_path)
+
+
+def _read(loc: CheckpointLocation, path: str, needed_by: str) -> bytes:
+    """A file of Spark's provider (a zip, changelog or shared file), bounded; missing is
+    damage naming what needs it."""
+    try:
+        return loc.read_path(path, needed_by, FileKind.DATA)
+    except FileNotFoundError:
+        raise CorruptCheckpointError(f"{path}, needed by {needed_by}, is missing; the "
+                                     "checkpoint is damaged.") from None
+
+
+def _member(z: zipfile.ZipFile, m: zipfile.ZipInfo, where: str, zip_size: int) -> bytes:
+    """One member of a snapshot zip, read only as Spark writes them (stored or deflated) and
+    only up to the size it declares, which must be within a member's bound."""
+    if m.compress_type not in _ZIP_METHODS:
+        raise CorruptCheckpointError(
+            f"{where}: the member {m.filename[:100]!r} is compressed with zip method "
+            f"{m.compress_type}; Spark writes only stored and deflated members. The zip is "
+            "damaged or hostile; restore it from a trusted copy.")
+    bound = min(FileKind.DOCUMENT.limit, decompress.limit_for(zip_size))
+    if m.file_size > bound:
+        raise CorruptCheckpointError(
+            f"{where}: the member {m.filename[:100]!r} declares {m.file_size} bytes, more than "
+            f"a snapshot's small file may hold ({bound}); restore it from a trusted copy.")
+    with z.open(m) as src:
+        data = src.read(m.file_size + 1)  # zipfile stops at the declared size, then checks CRC
+    if len(data) != m.file_size:
+        raise CorruptCheckpointError(f"{where}: the member {m.filename[:100]!r} holds "
+                                     f"{len(data)} bytes, not the {m.file_size} it declares.")
+    return data
 
 
 def column_families(loc: CheckpointLocation, path: str, version: int) -> set[str]:
@@ -212,11 +253,7 @@ def _overlay(loc: CheckpointLocation, path: str, base: int, version: int) -> Cha
     overlay = ChangelogOverlay()
     for v in range(base + 1, version + 1):
         where = posixpath.join(path, f"{v}.changelog")
-        try:
-            data = loc.fs.cat_file(where)
-        except FileNotFoundError:
-            raise CorruptCheckpointError(f"{where}, needed by version {version}, is missing; "
-                                         "the checkpoint is damaged.") from None
+        data = _read(loc, where, f"version {version}")
         for op, key, value in _changelog_records(_decompress(data, where), where):
             overlay.apply(op, key, value)
     return overlay
@@ -233,7 +270,7 @@ def _staged_snapshot(loc: CheckpointLocation, path: str, version: int
         return
     zip_path = posixpath.join(path, f"{version}.zip")
     with tempfile.TemporaryDirectory(prefix="rockstate-read-spark-") as tmp:
-        _extract(loc.fs.cat_file(zip_path), Path(tmp), zip_path)
+        _extract(_read(loc, zip_path, f"version {version}"), Path(tmp), zip_path)
         metadata_file = Path(tmp) / "metadata"
         try:
             text = metadata_file.read_text()
@@ -248,7 +285,7 @@ def _staged_snapshot(loc: CheckpointLocation, path: str, version: int
                 for f in metadata.get(kind) or []:
                     _stage_shared_file(loc, path, f, f"{zip_path} metadata ({kind})", sub,
                                        Path(tmp) / local_sub, version)
-        except (KeyError, TypeError, ValueError, AttributeError) as e:
+        except (KeyError, TypeError, ValueError, OverflowError, AttributeError) as e:
             raise CorruptCheckpointError(f"the metadata in {zip_path} has a missing or bad "
                                          f"field ({e!r}); the snapshot is damaged.") from None
         with read_only_items(tmp, zip_path) as items:
@@ -262,11 +299,7 @@ def _stage_shared_file(loc: CheckpointLocation, path: str, f: dict, entry: str, 
     local name in ``into``, its size checked; both names must be plain file names."""
     dfs = posixpath.join(path, sub, file_name(f.get("dfsSstFileName") or f["dfsLogFileName"],
                                               entry))
-    try:
-        data = loc.fs.cat_file(dfs)
-    except FileNotFoundError:
-        raise CorruptCheckpointError(f"{dfs}, needed by version {version}, is missing.") \
-            from None
+    data = _read(loc, dfs, f"version {version}")
     if len(data) != int(f["sizeBytes"]):
         raise CorruptCheckpointError(f"{dfs} has {len(data)} bytes, its version's metadata "
                                      f"says {f['sizeBytes']}.")
@@ -324,8 +357,7 @@ def _extract(data: bytes, into: Path, where: str) -> None:
                 target = local_within(into, relative_path(m.filename, f"{where} (a member)"),
                                       where)
                 target.parent.mkdir(parents=True, exist_ok=True)
-                with z.open(m) as src, open(target, "wb") as out:
-                    out.write(src.read(m.file_size + 1))
+                target.write_bytes(_member(z, m, where, len(data)))
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError) as e:
         raise CorruptCheckpointError(f"{where} is not a valid zip file ({e}).") from None
 

@@ -13,13 +13,17 @@
 
 from __future__ import annotations
 
-import json
 import posixpath
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
+from rockstate.checkpoint.file_kind import FileKind
+from rockstate.checkpoint.json_text import load_json
 from rockstate.checkpoint.location import DEFAULT_STORE, CheckpointLocation
+from rockstate.checkpoint.paths import is_number
+from rockstate.encoding.unsaferow import UnsupportedTypeError, decimal_precision, is_decimal
 from rockstate.errors import CorruptCheckpointError, RockstateError
 
 
@@ -68,7 +72,7 @@ def v2_schemas(loc: CheckpointLocation, operator: int,
                 if loc.fs.exists(v3) else "")
         raise RockstateError(f"no state schema for operator {operator} store {store} at "
                              f"{path}.{hint}")
-    data = loc.fs.cat_file(path)
+    data = loc.read_path(path, f"operator {operator}'s state schema", FileKind.SPARK_METADATA)
     try:
         version, at = _utf(data, 0)
         if version != "v2":
@@ -77,7 +81,7 @@ def v2_schemas(loc: CheckpointLocation, operator: int,
         schemas = []
         for _ in range(2):
             text, at = _chunked(data, at)
-            schemas.append(json.loads(text))
+            schemas.append(checked_types(load_json(text, path, "state schema"), path))
     except (struct.error, ValueError, UnicodeDecodeError) as e:
         raise CorruptCheckpointError(f"state schema {path} is damaged ({e}).") from None
     return schemas[0], schemas[1]
@@ -91,7 +95,7 @@ def schema_files(loc: CheckpointLocation, operator: int, store: str = "default",
     # Spark names each schema file <batch>_<uuid>; anything else there is not one of them.
     numbered = {p: int(posixpath.basename(p).split("_")[0])
                 for p in (loc.fs.ls(top, detail=False) if loc.fs.isdir(top) else [])
-                if posixpath.basename(p).split("_")[0].isdigit()}
+                if is_number(posixpath.basename(p).split("_")[0])}
     files = sorted((p for p, n in numbered.items() if batch is None or n <= batch),
                    key=lambda p: numbered[p])
     if not files:
@@ -113,13 +117,32 @@ def family_schemas(loc: CheckpointLocation, operator: int, store: str = "default
     newest: dict[str, FamilySchema] = {}
     for path in files if value_history else files[-1:]:
         try:
-            data = loc.fs.cat_file(path)
-        except (IsADirectoryError, FileNotFoundError) as e:
+            data = loc.read_path(path, f"operator {operator}'s state schema",
+                                 FileKind.SPARK_METADATA)
+        except FileNotFoundError as e:
             raise CorruptCheckpointError(f"state schema {path} cannot be read ({e}).") from None
         newest = parse_family_schemas(data, path)
         for name, f in newest.items():
             history.setdefault(name, {}).update(f.value_schemas)
     return {name: replace(f, value_schemas=history[name]) for name, f in newest.items()}
+
+
+def checked_types(schema: Any, where: str) -> Any:
+    """``schema`` (a Spark type as JSON) once every type in it has parameters Spark writes:
+    a decimal's precision and scale size the decoder's work, so they are checked first."""
+    pending = [schema]
+    while pending:
+        t = pending.pop()
+        if isinstance(t, str) and is_decimal(t):
+            try:
+                decimal_precision(t)
+            except UnsupportedTypeError as e:
+                raise CorruptCheckpointError(f"state schema {where} is damaged ({e}).") \
+                    from None
+        elif isinstance(t, dict):
+            pending += [f.get("type") for f in t.get("fields") or [] if isinstance(f, dict)]
+            pending += [t.get(k) for k in ("elementType", "keyType", "valueType", "sqlType")]
+    return schema
 
 
 def parse_family_schemas(data: bytes, where: str) -> dict[str, FamilySchema]:
@@ -141,8 +164,10 @@ def parse_family_schemas(data: bytes, where: str) -> dict[str, FamilySchema]:
             value, at = _chunked(data, at)
             encoder, at = _chunked(data, at)
             user_key, at = _chunked(data, at)
-            user = json.loads(user_key) if user_key.strip() not in ("", "{}", "{    }") else None
-            schemas = [json.loads(key), json.loads(value), json.loads(encoder)]
+            user = load_json(user_key, where, "state schema") \
+                if user_key.strip() not in ("", "{}", "{    }") else None
+            schemas = [checked_types(load_json(text, where, "state schema"), where)
+                       for text in (key, value, encoder)]
             if not all(isinstance(x, dict) for x in [*schemas, user or {}]):
                 raise ValueError(f"the schemas of {name!r} are not JSON objects")
             out[name] = FamilySchema(name, *schemas[:2], schemas[2], user,

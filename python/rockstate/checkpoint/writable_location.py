@@ -11,10 +11,12 @@ import posixpath
 import uuid
 from typing import Any
 
+from rockstate.checkpoint.file_kind import FileKind
+from rockstate.checkpoint.json_text import load_json
 from rockstate.checkpoint.location import CheckpointLocation
 from rockstate.checkpoint.offsets import entry_confs, entry_lines, log_entries
 from rockstate.checkpoint.operator_metadata import OperatorMetadata, read_operator_metadata
-from rockstate.errors import RockstateError
+from rockstate.errors import CorruptCheckpointError, RockstateError
 
 
 class WritableLocation:
@@ -54,7 +56,7 @@ class WritableLocation:
 
     def read(self, relative: str) -> bytes:
         try:
-            return self.fs.cat_file(self.path(relative))
+            return self.loc.read_path(self.path(relative), "the rewrite", FileKind.LOG_ENTRY)
         except FileNotFoundError:
             raise RockstateError(f"rockstate: {self.url} has no {relative}; the checkpoint is "
                                  "incomplete.") from None
@@ -75,7 +77,10 @@ class WritableLocation:
         """Batch ``batch``'s offset log entry with ``confs``: the same offsets, watermark and
         timestamp (the rewrite batch reads no input)."""
         lines = self.offsets_lines(batch)
-        meta = json.loads(lines[1])
+        meta = load_json(lines[1], self.path(f"offsets/{batch}"), "offset log entry")
+        if not isinstance(meta, dict):
+            raise CorruptCheckpointError(f"rockstate: {self.path(f'offsets/{batch}')} is "
+                                         "damaged (its batch metadata is not a JSON object).")
         meta["conf"] = confs
         return "\n".join([lines[0], json.dumps(meta, separators=(",", ":")), *lines[2:]]
                          ).encode()
@@ -100,7 +105,7 @@ class WritableLocation:
         sees half an entry. An entry that exists already must hold the same bytes."""
         path = self.path(relative)
         if self.fs.exists(path):
-            if self.fs.cat_file(path) != data:
+            if self.loc.read_path(path, "the rewrite", FileKind.LOG_ENTRY) != data:
                 raise RockstateError(f"rockstate: {self.url} already has a different "
                                      f"{relative}; another query or rewrite wrote it.")
             return

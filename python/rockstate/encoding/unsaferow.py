@@ -25,9 +25,12 @@ import numpy as np
 import pyarrow as pa
 
 from rockstate.encoding.packed_entries import Rows, as_binary, as_bytes, spans
+from rockstate.errors import RockstateError
 
 _DECIMAL = re.compile(r"decimal\((\d+),\s*(-?\d+)\)")
 _EPOCH = datetime.date(1970, 1, 1)
+# Spark's DecimalType.MAX_PRECISION.
+MAX_DECIMAL_PRECISION = 38
 
 # Spark type name -> (numpy dtype of the slot, width in bytes inside an array element)
 _FIXED = {
@@ -37,8 +40,8 @@ _FIXED = {
 }
 
 
-class UnsupportedTypeError(ValueError):
-    """A Spark type the decoder does not know."""
+class UnsupportedTypeError(RockstateError, ValueError):
+    """A Spark type the decoder does not know (or not with those parameters)."""
 
 
 def arrow_type(spark_type: Any) -> pa.DataType:
@@ -53,11 +56,8 @@ def arrow_type(spark_type: Any) -> pa.DataType:
         }
         if spark_type in simple:
             return simple[spark_type]
-        m = _DECIMAL.fullmatch(spark_type)
-        if m:
-            return pa.decimal128(int(m.group(1)), int(m.group(2)))
-        if spark_type == "decimal":
-            return pa.decimal128(10, 0)
+        if is_decimal(spark_type):
+            return pa.decimal128(*decimal_precision(spark_type))
         raise UnsupportedTypeError(f"Spark type {spark_type!r} is not supported by the reader")
     kind = spark_type.get("type")
     if kind == "struct":
@@ -82,9 +82,21 @@ def decimal_value(unscaled: int, scale: int) -> decimal.Decimal:
 
 
 def decimal_precision(spark_type: Any) -> tuple[int, int]:
-    """(precision, scale) of a Spark decimal type (``decimal`` alone: Spark's 10, 0)."""
+    """(precision, scale) of a Spark decimal type (``decimal`` alone: Spark's 10, 0). A schema
+    file is untrusted: precision and scale past Spark's (``DecimalType.MAX_PRECISION``, 38)
+    are refused before they size any work."""
+    if spark_type == "decimal":
+        return (10, 0)
     m = _DECIMAL.fullmatch(spark_type) if isinstance(spark_type, str) else None
-    return (int(m.group(1)), int(m.group(2))) if m else (10, 0)
+    if m is None or len(m.group(1)) > 2 or len(m.group(2)) > 3:
+        raise UnsupportedTypeError(f"Spark type {str(spark_type)[:60]!r} is not a decimal "
+                                   "Spark writes")
+    precision, scale = int(m.group(1)), int(m.group(2))
+    if not (1 <= precision <= MAX_DECIMAL_PRECISION and -precision <= scale <= precision):
+        raise UnsupportedTypeError(
+            f"Spark type {spark_type!r} has a precision or scale outside Spark's (precision 1 "
+            f"to {MAX_DECIMAL_PRECISION}, scale at most the precision); the schema is damaged")
+    return precision, scale
 
 
 def is_decimal(spark_type: Any) -> bool:

@@ -46,6 +46,7 @@ from rockstate.checkpoint.location import (
     snapshot_version,
 )
 from rockstate.checkpoint.operator_metadata import is_transform_with_state, read_operator_metadata
+from rockstate.checkpoint.partitions import missing_partitions, recorded_partitions
 from rockstate.checkpoint.paths import file_name, local_within
 from rockstate.checkpoint.state_schema import family_schemas, v2_schemas
 from rockstate.encoding import packed_entries, row_checksum
@@ -55,7 +56,6 @@ from rockstate.encoding.unsaferow import decode_rows
 from rockstate.errors import CorruptCheckpointError, RockstateError
 from rockstate.tools.read_workers import read_in_workers, worker_count
 
-SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 SPARK_ROW_CHECKSUMS = "spark.sql.streaming.stateStore.rowChecksum.enabled"
 SPARK_MERGE_OPERATOR = "spark.sql.streaming.stateStore.rocksdb.mergeOperatorVersion"
 SPARK_ENCODING = "spark.sql.streaming.stateStore.encodingFormat"
@@ -82,11 +82,10 @@ def _refuse_missing_partitions(loc: CheckpointLocation, operator: int, version: 
     partitions in the offset log) must have its store: a missing folder is damage, never a
     query with fewer partitions."""
     try:
-        confs = offsets.recorded_confs(loc, version - 1)
-        count = int(confs[SHUFFLE_PARTITIONS])
-    except (RockstateError, FileNotFoundError, KeyError, ValueError, IndexError):
-        return  # no offset entry for that batch (it expired): nothing to compare with
-    missing = sorted(set(range(count) if wanted is None else wanted) & set(range(count)) - found)
+        count = recorded_partitions(loc, version - 1)
+    except RockstateError:
+        return  # a damaged offset entry gives no count to compare with
+    missing = missing_partitions(count, found, wanted) if count is not None else []
     if missing:
         raise CorruptCheckpointError(
             f"operator {operator} ran batch {version - 1} on {count} partitions, but the "

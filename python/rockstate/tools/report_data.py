@@ -14,15 +14,22 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from rockstate.checkpoint import spark_rocksdb
+from rockstate.checkpoint.file_kind import FileKind
 from rockstate.checkpoint.format import (
     is_version_file,
     parse_version_header,
     parse_version_manifest,
     version_header_length,
 )
-from rockstate.checkpoint.location import DEFAULT_STORE, CheckpointLocation, StoreRef
+from rockstate.checkpoint.location import (
+    DEFAULT_STORE,
+    CheckpointLocation,
+    StoreRef,
+    VersionEntry,
+)
 from rockstate.checkpoint.model import Checkpoint, QueryCheckpoints
 from rockstate.checkpoint.offsets import provider_class
+from rockstate.checkpoint.paths import is_number
 from rockstate.errors import CorruptCheckpointError
 
 ROCKSTATE = "rockstate"
@@ -163,15 +170,31 @@ def _version_headers(loc: CheckpointLocation, store: StoreRef
     ends = [None if e.is_legacy else min(e.size, _HEADER_READ) for e in chosen]
     if not paths:
         return []
-    found = loc.fs.cat_ranges(paths, [0] * len(paths), ends, on_error="return")
+    if loc.local:  # one by one: the bounded reads that follow no link
+        found: list[object] = [_header_or_error(loc, store, e, end) for e, end in
+                               zip(chosen, ends, strict=True)]
+    else:
+        found = loc.fs.cat_ranges(paths, [0] * len(paths),
+                                  [end or FileKind.DOCUMENT.limit + 1 for end in ends],
+                                  on_error="return")
     out = []
     for e, path, data in zip(chosen, paths, found, strict=True):
-        if not isinstance(data, bytes):
+        if not isinstance(data, bytes) or (e.is_legacy and len(data) > FileKind.DOCUMENT.limit):
             continue
         if not e.is_legacy and len(data) < version_header_length(data, path):
-            data = loc.fs.cat_file(path)
+            data = loc.read(store, e.path, "the report")
         out.append((e.version, e.path, data))
     return out
+
+
+def _header_or_error(loc: CheckpointLocation, store: StoreRef, e: VersionEntry,
+                     end: int | None) -> bytes | CorruptCheckpointError:
+    """A version's manifest bytes (its start up to ``end``), or why they cannot be read."""
+    try:
+        return loc.read(store, e.path, "the report", None if end is None else (0, end),
+                        FileKind.DOCUMENT if end is None else FileKind.DATA)
+    except CorruptCheckpointError as error:
+        return error
 
 
 def _rockstate_stores(loc: CheckpointLocation, latest: Checkpoint | None, each: Progress
@@ -206,7 +229,7 @@ def _spark_stores(loc: CheckpointLocation) -> list[StoreRef]:
     for op in loc.operators():
         names = {DEFAULT_STORE}
         for part in loc.subfolders(loc.path("state", str(op))):
-            if part.isdigit():
+            if is_number(part):
                 names.update(n for n in loc.subfolders(loc.path("state", str(op), part))
                              if n not in ("SSTs", "logs", "_metadata"))
         for name in sorted(names):

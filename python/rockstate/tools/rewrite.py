@@ -32,8 +32,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from rockstate.checkpoint.json_text import load_json
+from rockstate.checkpoint.paths import is_number
 from rockstate.checkpoint.writable_location import WritableLocation
-from rockstate.errors import RockstateError
+from rockstate.errors import CorruptCheckpointError, RockstateError
 from rockstate.session.spark_conf import PROVIDER_CLASS, PROVIDER_KEY
 
 SHUFFLE_PARTITIONS_KEY = "spark.sql.shuffle.partitions"
@@ -287,7 +289,12 @@ def _written_by(name: str, is_dir: bool) -> str | None:
 
 
 def _refuse_state_ids(ckpt: WritableLocation, batch: int) -> None:
-    entry = json.loads(ckpt.read(f"commits/{batch}").decode().splitlines()[1])
+    lines = ckpt.read(f"commits/{batch}").split(b"\n")
+    entry = load_json(lines[1] if len(lines) > 1 else b"", ckpt.path(f"commits/{batch}"),
+                      "commit log entry")
+    if not isinstance(entry, dict):
+        raise CorruptCheckpointError(f"rockstate: {ckpt.path(f'commits/{batch}')} is damaged "
+                                     "(its second line is not a JSON object).")
     if entry.get("stateUniqueIds"):
         raise RockstateError(
             f"rockstate: {ckpt.url} uses Spark's state checkpoint format 2 (state ids in the "
@@ -407,7 +414,7 @@ def _move_staged(ckpt: WritableLocation, staging: str, new_from: int) -> None:
         op = posixpath.basename(op_dir.rstrip("/"))
         for p in ckpt.fs.ls(op_dir, detail=False):
             part = posixpath.basename(p.rstrip("/"))
-            if part.isdigit() and int(part) >= new_from:
+            if is_number(part) and int(part) >= new_from:
                 ckpt.move_dir(p, ckpt.path(f"state/{op}/{part}"))
     ckpt.remove(_STAGING)
 
@@ -420,7 +427,7 @@ def _retire_partitions(ckpt: WritableLocation, n: int, batch: int) -> None:
         base = ckpt.path(f"state/{op}")
         for p in ckpt.fs.ls(base, detail=False):
             name = posixpath.basename(p.rstrip("/"))
-            if name.isdigit() and int(name) >= n and ckpt.fs.isdir(p):
+            if is_number(name) and int(name) >= n and ckpt.fs.isdir(p):
                 target = posixpath.join(base, _RETIRED, f"{batch}-{name}")
                 ckpt.fs.makedirs(posixpath.dirname(target), exist_ok=True)
                 ckpt.move_dir(p, target)
@@ -437,7 +444,7 @@ def retire_files_of_other_providers(ckpt: WritableLocation, provider: str, batch
         base = ckpt.path(f"state/{op}")
         for p in ckpt.fs.ls(base, detail=False):
             part = posixpath.basename(p.rstrip("/"))
-            if not (part.isdigit() and ckpt.fs.isdir(p)):
+            if not (is_number(part) and ckpt.fs.isdir(p)):
                 continue
             folders = [p] + [d for d in ckpt.fs.ls(p, detail=False) if ckpt.fs.isdir(d)
                              and posixpath.basename(d.rstrip("/")) not in

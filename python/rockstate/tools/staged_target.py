@@ -31,6 +31,8 @@ from rockstate.checkpoint.paths import join_within
 from rockstate.errors import RockstateError
 
 CLAIM_FILE = "_rockstate_claim.json"
+# A claim is a few hundred bytes; a larger one is not this tool's.
+_CLAIM_LIMIT = 1 << 20
 _STAGING_SUFFIX = ".staging"
 
 
@@ -112,10 +114,11 @@ class StagedTarget:
     def _read_claim(self) -> dict | None:
         path = posixpath.join(self.base, CLAIM_FILE)
         try:
-            doc = json.loads(self.fs.cat_file(path))
+            with self.fs.open(path, "rb") as f:
+                doc = json.loads(f.read(_CLAIM_LIMIT + 1))
         except FileNotFoundError:
             return None
-        except ValueError:
+        except (ValueError, RecursionError):
             raise RockstateError(f"{path} is damaged; delete {self.url} (written by an "
                                  f"interrupted {self.what}) and try again.") from None
         return doc if isinstance(doc, dict) else None

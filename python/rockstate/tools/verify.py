@@ -16,13 +16,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from rockstate.checkpoint.file_kind import FileKind
 from rockstate.checkpoint.format import SnapshotManifest, changelog_records, changes_of
 from rockstate.checkpoint.location import CheckpointLocation, StoreRef, VersionEntry, open_location
 from rockstate.checkpoint.model import parse_checkpoint_metadata
+from rockstate.checkpoint.paths import is_number
 from rockstate.encoding import row_checksum
-from rockstate.errors import CorruptCheckpointError
+from rockstate.errors import CorruptCheckpointError, MissingCheckpointFileError, RockstateError
 from rockstate.tools.read import family_prefix
-from rockstate.tools.savepoint import check_savepoint, is_savepoint, read_savepoint
+from rockstate.tools.savepoint import is_savepoint, read_checked
 
 
 @dataclass(frozen=True)
@@ -63,11 +65,18 @@ class VerifyReport:
 
 def verify(location: str | CheckpointLocation,
            progress: Callable[[str], None] | None = None,
-           storage_options: dict[str, Any] | None = None) -> VerifyReport:
+           storage_options: dict[str, Any] | None = None,
+           expect_digest: str | None = None) -> VerifyReport:
+    """Checks a checkpoint location or a savepoint. ``expect_digest`` (savepoints only): the
+    ``digest`` ``savepoint`` returned; a ``_savepoint.json`` with another is a problem."""
     loc = open_location(location, storage_options)
     report = VerifyReport(loc.url)
     if is_savepoint(loc):
-        return _verify_savepoint(loc, report)
+        return _verify_savepoint(loc, report, expect_digest)
+    if expect_digest is not None:
+        raise RockstateError(f"{loc.url} is not a savepoint (it has no _savepoint.json), so "
+                             "there is no digest to compare; leave out the expected digest "
+                             "to verify a checkpoint location.")
     for store in loc.stores():
         if progress:
             progress(str(store))
@@ -79,16 +88,20 @@ def verify(location: str | CheckpointLocation,
     return report
 
 
-def _verify_savepoint(loc: CheckpointLocation, report: VerifyReport) -> VerifyReport:
+def _verify_savepoint(loc: CheckpointLocation, report: VerifyReport,
+                      expect_digest: str | None = None) -> VerifyReport:
     """A savepoint holds one state version per store: every file it lists must read back with
-    its size and CRC32, and each store's version must find all it needs among them."""
-    sp = read_savepoint(loc)
-    report.stores = len(loc.stores())
-    report.versions = report.stores
-    report.files_checked = len(sp.files)
-    report.bytes_checked = sp.bytes
-    report.problems += [Problem(f"savepoint of batch {sp.batch_id}", p.split(":", 1)[0],
-                                p.split(": ", 1)[-1]) for p in check_savepoint(loc)]
+    its size and SHA-256 (format 1: CRC32), each store's version must find all it needs among
+    them, and every store the query needs must be there (``check_savepoint``)."""
+    sp, problems = read_checked(loc, expect_digest)
+    if sp is not None:  # None: its listing is not the expected one, and nothing was checked
+        report.stores = len(loc.stores())
+        report.versions = report.stores
+        report.files_checked = len(sp.files)
+        report.bytes_checked = sp.bytes
+    where = "savepoint" if sp is None else f"savepoint of batch {sp.batch_id}"
+    report.problems += [Problem(where, p.split(":", 1)[0], p.split(": ", 1)[-1])
+                        for p in problems]
     return report
 
 
@@ -101,12 +114,13 @@ def _verify_checkpoints(loc: CheckpointLocation, report: VerifyReport) -> None:
     for entry in sorted(loc.fs.ls(top, detail=False)):
         name = posixpath.basename(entry.rstrip("/"))
         meta = posixpath.join(top, name, "_metadata")
-        if not name.isdigit() or not loc.fs.exists(meta):
+        if not is_number(name) or not loc.fs.exists(meta):
             continue
         report.checkpoints += 1
         where = f"checkpoint {name}"
         try:
-            checkpoint = parse_checkpoint_metadata(loc.fs.cat_file(meta), meta)
+            checkpoint = parse_checkpoint_metadata(
+                loc.read_path(meta, where, FileKind.DOCUMENT), meta)
         except CorruptCheckpointError as e:
             report.problems.append(Problem(where, f"rockstate/checkpoints/{name}/_metadata",
                                            str(e)))
@@ -270,8 +284,10 @@ def _check_file(loc: CheckpointLocation, store: StoreRef, path: str, size: int, 
     member = f"the SST at offset {byte_range[0]}: " if byte_range else ""
     try:
         data = loc.read(store, path, "verify", byte_range)
-    except CorruptCheckpointError:
+    except MissingCheckpointFileError:
         return "missing"
+    except CorruptCheckpointError as e:  # there, but not a file it may read
+        return str(e)
     if len(data) != size:
         return f"{member}size {len(data)}, the manifest says {size} (truncated or replaced)"
     found = zlib.crc32(data)
