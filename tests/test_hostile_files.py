@@ -429,3 +429,40 @@ def test_any_file_of_a_checkpoint_made_hostile_is_refused_or_read(tmp_path: Path
             counts["refused" if r.code else "read"] += 1
             counts["peak MiB"] = max(counts["peak MiB"], r.peak_rss / (1 << 20))
     print(f"hostile checkpoints: {HOSTILE_EXAMPLES} cases, {counts}")
+
+
+def _peak_of(snippet: str) -> tuple[int, str]:
+    """(peak resident bytes, what it printed) of ``snippet`` run in a Python of its own."""
+    peak = Path(os.environ.get("TMPDIR", "/tmp")) / f"rockstate-peak-{os.getpid()}-snippet"
+    code = (snippet + "\nhwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')]"
+            f"\nopen({str(peak)!r}, 'w').write(hwm[0].split()[1])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=SECONDS * 3, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    try:
+        return int(peak.read_text()) * 1024, done.stdout
+    finally:
+        peak.unlink(missing_ok=True)
+
+
+def test_a_spark_changelog_bomb_is_refused_in_bounded_memory(tmp_path: Path):
+    # Spark's changelog format 1: puts of one key (4-byte lengths), zstd-compressed, one
+    # record in each MiB random, expanding to 1.3 GiB; then its end marker.
+    import random
+
+    put = struct.pack(">i", 1) + b"k" + struct.pack(">i", 1000) + b"\x00" * 1000
+    sink = pa.BufferOutputStream()
+    with pa.CompressedOutputStream(sink, "zstd") as out:
+        for i in range(1300):
+            out.write(put[:-1000] + random.Random(i).randbytes(1000) + put * 1039)
+        out.write(struct.pack(">i", -1))
+    path = tmp_path / "1.changelog"
+    path.write_bytes(sink.getvalue().to_pybytes())
+    peak, said = _peak_of(
+        "from rockstate.checkpoint import spark_rocksdb\n"
+        "from rockstate.errors import CorruptCheckpointError\n"
+        f"data = open({str(path)!r}, 'rb').read()\n"
+        "try:\n    spark_rocksdb.apply_changelog({}, data, 'the bomb')\n"
+        "except CorruptCheckpointError as e:\n    print(e)\n")
+    assert "expands past 1073741824 bytes" in said, said
+    assert peak < MAX_RSS, f"peak memory {peak >> 20} MiB"

@@ -149,16 +149,17 @@ def column_families(loc: CheckpointLocation, path: str, version: int) -> set[str
     return set(metadata.get("columnFamilyMapping") or {})
 
 
-def _decompress(data: bytes, where: str) -> bytes:
-    import pyarrow as pa
-
+def _decompressed(data: bytes, where: str) -> Iterator[bytes]:
+    """A changelog file of Spark's provider decompressed, a piece at a time (an lz4 block, or
+    ``decompress.CHUNK_BYTES`` of zstd), within ``decompress.limit_for`` its size in all."""
     if data.startswith(_ZSTD_MAGIC):
-        return decompress.zstd(data, where)
+        yield from decompress.zstd_chunks(data, where)
+        return
     if not data.startswith(_LZ4_MAGIC):
         raise RockstateError(f"{where} is compressed with a codec this reader does not know "
                              "(it reads lz4 and zstd, spark.sql.streaming.stateStore."
                              "compression.codec)")
-    out, at, codec = [], 0, pa.Codec("lz4_raw")
+    at, codec = 0, pa.Codec("lz4_raw")
     allowed = decompress.limit_for(len(data))
     try:
         while True:  # lz4-java's LZ4BlockOutputStream blocks, then an empty end block
@@ -170,57 +171,101 @@ def _decompress(data: bytes, where: str) -> bytes:
             if compressed < 0 or original < 0 or original > allowed:
                 raise CorruptCheckpointError(
                     f"{where} is damaged: an lz4 block of {compressed} bytes declares "
-                    f"{original} bytes, out of range (at most {allowed} in all)")
+                    f"{original} bytes, out of range (at most {allowed} more)")
             allowed -= original
             body = data[at + 21:at + 21 + compressed]
             if len(body) != compressed:
                 raise CorruptCheckpointError(f"{where} is damaged: its last lz4 block is cut")
             at += 21 + compressed
             if original == 0:
-                return b"".join(out)
+                return
             if token & 0xF0 == 0x10:  # stored raw
-                out.append(body)
+                yield body
             else:
-                out.append(codec.decompress(body, decompressed_size=original).to_pybytes())
+                yield codec.decompress(body, decompressed_size=original).to_pybytes()
     except (struct.error, pa.ArrowException, OSError) as e:
         raise CorruptCheckpointError(f"{where} is damaged ({e}).") from None
 
 
-def _changelog_records(data: bytes, where: str) -> Iterator[tuple[str, bytes, bytes | None]]:
-    """The records of one decompressed changelog file, in order: (``put``, ``merge`` or
-    ``delete``, key, value or None)."""
-    at = 0
-    (n,) = struct.unpack_from(">H", data, 0) if len(data) >= 2 else (0,)
-    typed = False
-    if len(data) >= 2 + n and data[2:3] == b"v" and data[3:2 + n].isdigit():
-        fmt = int(data[3:2 + n])
-        if fmt != 2:
-            raise RockstateError(f"{where} has changelog format {fmt}; this reader reads 1 and 2")
-        typed, at = True, 2 + n
-    end = len(data)
+def _coalesced(pieces: Iterator[bytes], at_least: int = 4 << 20) -> Iterator[bytes]:
+    """``pieces`` joined into runs of ``at_least`` bytes (lz4-java's blocks are 64 KB: a
+    record spanning many would otherwise be carried over, and copied, once per block)."""
+    run: list[bytes] = []
+    size = 0
+    for piece in pieces:
+        run.append(piece)
+        size += len(piece)
+        if size >= at_least:
+            yield run[0] if len(run) == 1 else b"".join(run)
+            run, size = [], 0
+    if run:
+        yield b"".join(run)
+
+
+class _NeedMore(Exception):
+    """A record runs past the bytes decompressed so far."""
+
+
+def _changelog_records(pieces: Iterator[bytes], where: str
+                       ) -> Iterator[tuple[str, bytes, bytes | None]]:
+    """The records of one changelog file, decompressed ``pieces`` at a time, in order:
+    (``put``, ``merge`` or ``delete``, key, value or None). A record is parsed from the piece
+    it ends in, with the rest of the pieces before it carried over: one piece and one record
+    are held, never the whole file."""
+    data, at, typed, header, ended = b"", 0, False, True, False
 
     def length(at: int, what: str, delete_marker: bool) -> int:
+        if at + 4 > len(data):
+            raise _NeedMore
         (n,) = struct.unpack_from(">i", data, at)
-        if (n < 0 and not (delete_marker and n == -1)) or at + 4 + max(n, 0) > end:
+        if n < 0 and not (delete_marker and n == -1):
             raise CorruptCheckpointError(f"{where}: a {what} length of {n} at byte {at} is out "
                                          "of range; the changelog is damaged.")
+        if at + 4 + max(n, 0) > len(data):
+            raise _NeedMore
         return n
 
-    try:
-        while True:
-            kind = 0x01
-            if typed:
-                kind = data[at]
-                at += 1
-                if kind == 0x00:
-                    return
-            if not typed and struct.unpack_from(">i", data, at)[0] == -1:
-                return  # format 1's end: a key length of -1
-            klen = length(at, "key", delete_marker=False)
+    for piece in pieces:
+        if ended:
+            continue  # Spark's writer may pad after its end marker; nothing there is read
+        data = data[at:] + piece if at < len(data) else piece
+        at = 0
+        if header:
+            if len(data) < 4:
+                continue
+            (n,) = struct.unpack_from(">H", data, 0)
+            if data[2:3] == b"v" and len(data) < 2 + n:
+                continue
+            if data[2:3] == b"v" and data[3:2 + n].isdigit():
+                fmt = int(data[3:2 + n])
+                if fmt != 2:
+                    raise RockstateError(f"{where} has changelog format {fmt}; this reader "
+                                         "reads 1 and 2")
+                typed, at = True, 2 + n
+            header = False
+        while at < len(data):
+            start = at
+            try:
+                kind = 0x01
+                if typed:
+                    kind = data[at]
+                    at += 1
+                    if kind == 0x00:
+                        ended = True
+                        break
+                if not typed:
+                    if at + 4 > len(data):
+                        raise _NeedMore
+                    if struct.unpack_from(">i", data, at)[0] == -1:
+                        ended = True  # format 1's end: a key length of -1
+                        break
+                klen = length(at, "key", delete_marker=False)
+                vlen = length(at + 4 + klen, "value", delete_marker=True)
+            except _NeedMore:
+                at = start
+                break
             key = data[at + 4:at + 4 + klen]
-            at += 4 + klen
-            vlen = length(at, "value", delete_marker=True)
-            at += 4
+            at += 8 + klen
             if vlen < 0:
                 yield "delete", key, None
                 continue
@@ -232,14 +277,13 @@ def _changelog_records(data: bytes, where: str) -> Iterator[tuple[str, bytes, by
                 yield "put", key, value
             else:
                 raise CorruptCheckpointError(f"{where}: unknown record type {kind}")
-    except (IndexError, struct.error):
-        raise CorruptCheckpointError(f"{where} ends before its end record; it is damaged.") \
-            from None
+    if not ended:
+        raise CorruptCheckpointError(f"{where} ends before its end record; it is damaged.")
 
 
 def apply_changelog(entries: dict[bytes, bytes], data: bytes, where: str) -> None:
     """Applies one changelog file of Spark's provider, as stored (compressed), to ``entries``."""
-    for op, key, value in _changelog_records(_decompress(data, where), where):
+    for op, key, value in _changelog_records(_coalesced(_decompressed(data, where)), where):
         if op == "delete":
             entries.pop(key, None)
         elif op == "merge" and key in entries:
@@ -254,7 +298,7 @@ def _overlay(loc: CheckpointLocation, path: str, base: int, version: int) -> Cha
     for v in range(base + 1, version + 1):
         where = posixpath.join(path, f"{v}.changelog")
         data = _read(loc, where, f"version {version}")
-        for op, key, value in _changelog_records(_decompress(data, where), where):
+        for op, key, value in _changelog_records(_coalesced(_decompressed(data, where)), where):
             overlay.apply(op, key, value)
     return overlay
 

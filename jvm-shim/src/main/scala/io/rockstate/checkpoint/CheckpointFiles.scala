@@ -3,13 +3,17 @@ package io.rockstate.checkpoint
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
-import io.rockstate.storage.{CorruptCheckpointException, LocationWriter, StoreCheckpointDir, StoreListing}
+import io.rockstate.storage.{CheckpointReader, CorruptCheckpointException, FileKind, LocationWriter, StoreCheckpointDir, StoreListing}
 
-/** The completed checkpoints of one checkpoint location, on its file system. */
+/**
+ * The completed checkpoints of one checkpoint location, on its file system. Every file is read
+ * through `CheckpointReader` (no link below the location, a bound per kind of file).
+ */
 final class CheckpointFiles(val checkpointRoot: String, hadoopConf: Configuration) {
   private val dir = new Path(new Path(checkpointRoot), "rockstate/checkpoints")
   private lazy val fs = dir.getFileSystem(hadoopConf)
   private lazy val writer = new LocationWriter(fs, dir, hadoopConf)
+  private lazy val reader = new CheckpointReader(fs, new Path(checkpointRoot))
 
   def metadataPath(version: Long): Path = new Path(new Path(dir, version.toString), "_metadata")
 
@@ -24,11 +28,12 @@ final class CheckpointFiles(val checkpointRoot: String, hadoopConf: Configuratio
 
   def read(version: Long): CheckpointMetadata = {
     val path = metadataPath(version)
-    val in = try fs.open(path) catch {
+    val bytes = try reader.readAll(path, FileKind.Document, s"completed checkpoint $version")
+    catch {
       case e: java.io.FileNotFoundException => throw new CorruptCheckpointException(
         s"rockstate: completed checkpoint $version has no metadata file $path", e)
     }
-    try CheckpointMetadata.fromJson(in.readAllBytes(), path.toString) finally in.close()
+    CheckpointMetadata.fromJson(bytes, path.toString)
   }
 
   def abortedPath(version: Long): Path = new Path(new Path(dir, "aborted"), s"$version.json")
@@ -52,24 +57,24 @@ final class CheckpointFiles(val checkpointRoot: String, hadoopConf: Configuratio
   /** Whether a file named relative to the checkpoint root exists. */
   def exists(relative: String): Boolean = fs.exists(new Path(new Path(checkpointRoot), relative))
 
-  /** A small file's bytes, None when it does not exist. */
-  def readBytes(relative: String): Option[Array[Byte]] = {
-    val in = try fs.open(new Path(new Path(checkpointRoot), relative)) catch {
-      case _: java.io.FileNotFoundException => return None
+  /** A file's bytes (at most `kind`'s limit), None when it does not exist. */
+  def readBytes(relative: String, kind: FileKind, neededBy: => String): Option[Array[Byte]] =
+    try Some(reader.readAll(new Path(new Path(checkpointRoot), relative), kind, neededBy)) catch {
+      case _: java.io.FileNotFoundException => None
     }
-    try Some(in.readAllBytes()) finally in.close()
-  }
 
   /** Every file of a store directory (`storeDir` relative to the root), in one listing. */
   def storeListing(storeDir: String): StoreListing =
-    new StoreCheckpointDir(new Path(new Path(checkpointRoot), storeDir), hadoopConf).listAll()
+    new StoreCheckpointDir(new Path(new Path(checkpointRoot), storeDir), hadoopConf,
+      Some(new Path(checkpointRoot))).listAll()
 
   /** Whether Spark's commit log has micro-batch `batchId` (it is written once the batch ends). */
   def batchCommitted(batchId: Long): Boolean = exists(s"commits/$batchId")
 
   /** The state checkpoint ids Spark's commit log records for `batchId` (format 2 only). */
   def recordedStateIds(batchId: Long): Option[RecordedStateIds] =
-    readBytes(s"commits/$batchId").flatMap(RecordedStateIds.parse)
+    readBytes(s"commits/$batchId", FileKind.LogEntry, s"the state ids of batch $batchId")
+      .flatMap(RecordedStateIds.parse)
 
   /**
    * Deletes temporary files of metadata writes older than `olderThanMs` before `reference`

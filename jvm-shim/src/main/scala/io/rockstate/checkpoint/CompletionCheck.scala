@@ -3,7 +3,7 @@ package io.rockstate.checkpoint
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
-import io.rockstate.storage.{SnapshotManifest, StoreListing, VersionFile, VersionManifest}
+import io.rockstate.storage.{FileKind, SnapshotManifest, StoreListing, VersionFile, VersionManifest}
 
 /**
  * What the checkpoint location says of a fully acknowledged checkpoint, read before its
@@ -96,7 +96,7 @@ object CompletionCheck {
         Right(acks.find(_.stateId == entry.path))
       case Some(entry) =>
         val path = s"$storeDir/${entry.path}"
-        files.readBytes(path) match {
+        files.readBytes(path, FileKind.Document, s"checkpoint $version") match {
           case None => Left(s"version manifest $path is missing at completion")
           case Some(bytes) =>
             val m = VersionManifest.fromJson(bytes, path)
@@ -109,7 +109,7 @@ object CompletionCheck {
   private def missingFile(files: CheckpointFiles, listing: StoreListing,
       a: SnapshotAck): Option[String] = {
     val path = s"${a.storeDir}/${a.snapshotManifest}"
-    files.readBytes(path) match {
+    files.readBytes(path, FileKind.Document, s"the checkpoint of ${a.storeDir}") match {
       case None => Some(s"snapshot manifest $path is missing at completion")
       case Some(bytes) =>
         val snapshot: SnapshotManifest = VersionManifest.snapshotFromJson(bytes, path)

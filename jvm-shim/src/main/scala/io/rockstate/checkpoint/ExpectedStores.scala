@@ -7,6 +7,8 @@ import scala.jdk.CollectionConverters._
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
 
+import io.rockstate.storage.{CheckpointReader, FileKind}
+
 /**
  * The store instances a query's checkpoint expects, from the operator metadata Spark writes
  * under `<checkpoint>/state/<operatorId>/_metadata/` before a query's first batch runs (v1:
@@ -24,7 +26,8 @@ object ExpectedStores {
     val operators = fs.listStatus(stateDir).filter(_.isDirectory)
       .flatMap(s => s.getPath.getName.toLongOption.map(_ -> s.getPath)).toSeq
     if (operators.isEmpty) return Left(s"$stateDir has no operator directories yet")
-    val perOperator = operators.map { case (id, dir) => id -> readOperator(fs, dir) }
+    val reader = new CheckpointReader(fs, new Path(checkpointRoot))
+    val perOperator = operators.map { case (id, dir) => id -> readOperator(fs, reader, dir) }
     perOperator.collectFirst { case (_, Left(why)) => why } match {
       case Some(why) => Left(why)
       case None => Right(perOperator.flatMap {
@@ -36,7 +39,8 @@ object ExpectedStores {
   }
 
   /** (store name, number of partitions) of one operator. */
-  private def readOperator(fs: FileSystem, operatorDir: Path): Either[String, Seq[(String, Int)]] = {
+  private def readOperator(fs: FileSystem, reader: CheckpointReader,
+      operatorDir: Path): Either[String, Seq[(String, Int)]] = {
     val v1 = new Path(operatorDir, "_metadata/metadata")
     val v2Dir = new Path(operatorDir, "_metadata/v2")
     val file =
@@ -47,10 +51,8 @@ object ExpectedStores {
     file match {
       case None => Left(s"Spark wrote no operator metadata in $operatorDir/_metadata")
       case Some(path) =>
-        val text = {
-          val in = fs.open(path)
-          try new String(in.readAllBytes(), StandardCharsets.UTF_8) finally in.close()
-        }
+        val text = new String(reader.readAll(path, FileKind.SparkMetadata,
+          s"the stores expected at $operatorDir"), StandardCharsets.UTF_8)
         // A version line ("v1", "v2"), then the JSON document.
         val json = text.dropWhile(_ != '\n').trim
         val tree = io.rockstate.storage.VersionManifest.mapper.readTree(json)

@@ -52,7 +52,12 @@ abstract class SparkStateStoreProvider extends StateStoreProvider with IdleInsta
     val encoding = RowEncoding.of(storeConfs.stateStoreEncodingFormat, stateSchemaProvider)
     val conf = RockstateConf.from(storeConfs.sqlConfs ++ storeConfs.extraOptions,
       storeConfs.minVersionsToRetain)
-    val dir = new StoreCheckpointDir(stateStoreId.storeCheckpointLocation(), hadoopConf)
+    // No link is followed from the query's checkpoint location (`queryRoot`: Spark names the
+    // provider its `state` folder) down, as the offline tools follow none (CheckpointReader).
+    val stateRoot = new Path(stateStoreId.checkpointRootLocation)
+    val location = Option(stateRoot.getParent).getOrElse(stateRoot)
+    val dir = new StoreCheckpointDir(stateStoreId.storeCheckpointLocation(), hadoopConf,
+      Some(location))
     val family = ColumnFamilySpec(keySchema, valueSchema, keyStateEncoderSpec,
       useMultipleValuesPerKey)
     setup = ProviderSetup(stateStoreId, keySchema, valueSchema, family, useColumnFamilies, storeConfs,

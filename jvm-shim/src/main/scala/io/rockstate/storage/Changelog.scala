@@ -39,8 +39,9 @@ object Changelog {
   /**
    * Appends records to a local file; `finish()` writes the end record and closes it. A body
    * that would expand past `DecompressionBound` of the file's size (only pathological data,
-   * such as huge runs of zeros, compresses that far) is stored uncompressed instead, so
-   * readers never refuse what a writer wrote.
+   * such as huge runs of zeros, compresses that far), or past what a Python reader holds
+   * (`DecompressionBound.MaxHeldBytes`), is stored uncompressed instead, so readers never
+   * refuse what a writer wrote.
    */
   final class Writer(val file: File, codec: String) extends AutoCloseable {
     private val body: OutputStream = {
@@ -113,7 +114,8 @@ object Changelog {
       putInt(count.toInt)
       rawBytes += 1 + 8
       close()
-      if (codec == "zstd" && rawBytes > DecompressionBound.limitFor(file.length)) {
+      if (codec == "zstd" && (rawBytes > DecompressionBound.limitFor(file.length) ||
+          rawBytes > DecompressionBound.MaxHeldBytes)) {
         storeUncompressed()
       }
     }

@@ -13,6 +13,13 @@ object DecompressionBound {
   val MinLimitBytes: Long = 64L << 20
   val MaxRatio: Long = 4096
 
+  /**
+   * The most a compressed part may expand to for the Python tools, which hold what they
+   * decompress (this reader streams it, so it keeps reading earlier files past it): writers
+   * store a larger body uncompressed.
+   */
+  val MaxHeldBytes: Long = 1L << 30
+
   /** The most bytes `compressedBytes` of a checkpoint may decompress to. */
   def limitFor(compressedBytes: Long): Long =
     math.max(MinLimitBytes, if (compressedBytes >= Long.MaxValue / MaxRatio) Long.MaxValue

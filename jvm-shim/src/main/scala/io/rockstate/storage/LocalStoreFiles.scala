@@ -95,7 +95,7 @@ final class LocalStoreFiles private (val dir: File, base: File, maxCacheBytes: L
     } else {
       val part = newWorkPath("download")
       val (downloaded, crc) = try {
-        val got = remote.downloadSelfChecked(path, neededBy, part)
+        val got = remote.downloadSelfChecked(path, size, neededBy, part)
         Files.move(part.toPath, target.toPath, StandardCopyOption.REPLACE_EXISTING,
           StandardCopyOption.ATOMIC_MOVE)
         got

@@ -24,12 +24,17 @@ import org.apache.hadoop.fs.{FileStatus, FileSystem, Path}
  * Unique names mean two attempts of one batch (retry, speculation, a zombie task) never
  * overwrite each other's files. Of several attempts of one version, the one written last
  * (`VersionEntry.landed`) is the version, as a rename over the same name would have decided.
+ *
+ * Every file is read through `CheckpointReader`, whose link rule starts at `location`: the
+ * query's checkpoint location the store directory lies in (by default the directory itself).
  */
-final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
+final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration,
+    location: Option[Path] = None) {
   import StoreCheckpointDir.copy
 
   private val fs: FileSystem = root.getFileSystem(hadoopConf)
   private val writer = new LocationWriter(fs, root, hadoopConf)
+  private val reader = new CheckpointReader(fs, location.getOrElse(root))
 
   val manifestsDir = new Path(root, "manifests")
   val snapshotsDir = new Path(root, "snapshots")
@@ -79,11 +84,15 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
       Some((file.size, file.crc32)), neededBy, local)
 
   /**
-   * Copies a file whose size and CRC32 nobody recorded (a version file found by listing; it
-   * carries its own checksum) down; returns the size and CRC32 of the bytes received.
+   * Copies a file whose size and CRC32 nobody recorded (a version file found by listing with
+   * `listedSize` bytes; it carries its own checksum) down; returns the size and CRC32 of the
+   * bytes received.
    */
-  def downloadSelfChecked(path: String, neededBy: String, local: File): (Long, Long) =
+  def downloadSelfChecked(path: String, listedSize: Long, neededBy: String,
+      local: File): (Long, Long) = {
+    reader.checkLength(resolve(path), FileKind.Data, listedSize, neededBy)
     downloadChecked(path, None, None, neededBy, local)
+  }
 
   /** `range`: (offset, length) of a pack member, read with one ranged request. */
   private def downloadChecked(path: String, range: Option[(Long, Long)],
@@ -91,10 +100,15 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
     val source = resolve(path)
     val tmp = new File(local.getParentFile, local.getName + ".part")
     val crc = new CRC32()
+    // A recorded size bounds the copy, one byte past it showing a longer file; a file nobody
+    // recorded, its kind's limit.
+    val bound = expected.fold(FileKind.Data.limit)(_._1)
+    if (range.isEmpty) reader.checkAsked(source, FileKind.Data, bound, neededBy)
     val size = try {
-      Using.resources(fs.open(source), new FileOutputStream(tmp)) { (in, out) =>
+      Using.resources(reader.open(source, FileKind.Data, neededBy, range),
+          new FileOutputStream(tmp)) { (in, out) =>
         range match {
-          case None => copy(in, out, crc)
+          case None => copy(in, out, crc, bound + 1)
           case Some((offset, length)) =>
             in.seek(offset)
             // A pack cut short ends the copy early: the size check below names it.
@@ -102,6 +116,9 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
         }
       }
     } catch {
+      case e: CorruptCheckpointException =>
+        tmp.delete()
+        throw e
       case e: java.io.FileNotFoundException =>
         tmp.delete()
         throw new CorruptCheckpointException(
@@ -119,10 +136,19 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
     expected.foreach { case (expectedSize, expectedCrc) =>
       if (size != expectedSize || crc.getValue != expectedCrc) {
         tmp.delete()
+        val found = if (size > expectedSize) s"more than $expectedSize bytes"
+          else s"$size bytes with CRC32 ${crc.getValue}"
         throw new CorruptCheckpointException(
           s"rockstate: $what of $neededBy is damaged: expected $expectedSize " +
-            s"bytes with CRC32 $expectedCrc, found $size bytes with CRC32 ${crc.getValue}. " +
+            s"bytes with CRC32 $expectedCrc, found $found. " +
             "Restore the file or restart the query from an earlier version.")
+      }
+    }
+    if (expected.isEmpty) {
+      try reader.checkLength(source, FileKind.Data, size, neededBy) catch {
+        case e: CorruptCheckpointException =>
+          tmp.delete()
+          throw e
       }
     }
     Files.move(tmp.toPath, local.toPath, java.nio.file.StandardCopyOption.REPLACE_EXISTING)
@@ -184,9 +210,16 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
     StoreListing(found)
   }
 
-  /** The files under `dir`, a folder at a time; one deleted meanwhile holds nothing. */
+  /**
+   * The files under `dir`, a folder at a time; one deleted meanwhile holds nothing. A folder
+   * that is a symbolic link is refused, not listed (`CheckpointReader.checkFolder`): cleanup
+   * deletes what a listing holds, and never through a link.
+   */
   private def walk(dir: Path): Iterator[FileStatus] = {
-    val here = try fs.listStatus(dir).toSeq catch {
+    val here = try {
+      reader.checkFolder(dir, s"the listing of the store in $root")
+      fs.listStatus(dir).toSeq
+    } catch {
       case _: java.io.FileNotFoundException => Nil
     }
     here.iterator.flatMap(st => if (st.isDirectory) walk(st.getPath) else Iterator(st))
@@ -213,7 +246,9 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
     if (entry.isLegacy) readManifest(entry.version)
     else {
       val path = resolve(entry.path)
-      val m = try Using.resource(fs.open(path))(in =>
+      // Only the header is read (at most VersionFile's header bound).
+      val m = try Using.resource(reader.open(path, FileKind.Data,
+          s"the lineage of version ${entry.version}"))(in =>
         VersionFile.readHeader(in, path.toString)) catch {
         case e: java.io.FileNotFoundException => throw new CorruptCheckpointException(
           s"rockstate: version file $path vanished while it was read", e)
@@ -246,7 +281,7 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
 
   def readSnapshotManifest(relative: String, neededBy: String): SnapshotManifest = {
     val path = resolve(relative)
-    val bytes = try Using.resource(fs.open(path))(_.readAllBytes()) catch {
+    val bytes = try reader.readAll(path, FileKind.Document, neededBy) catch {
       case e: java.io.FileNotFoundException =>
         throw new CorruptCheckpointException(
           s"rockstate: snapshot manifest $path, needed by $neededBy, is missing; the " +
@@ -277,7 +312,7 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
     else {
       val tmp = File.createTempFile("rockstate-version", ".rsv")
       try {
-        val (size, crc) = downloadSelfChecked(entry.path, s"version $version", tmp)
+        val (size, crc) = downloadSelfChecked(entry.path, entry.length, s"version $version", tmp)
         VersionFile.read(tmp, entry.path, resolve(entry.path).toString, size, crc).manifest
       } finally tmp.delete()
     }
@@ -299,9 +334,7 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration) {
   /** A format 1 or 2 version manifest. */
   def readManifest(version: Long): VersionManifest = {
     val path = manifestPath(version)
-    val bytes = try {
-      Using.resource(fs.open(path))(_.readAllBytes())
-    } catch {
+    val bytes = try reader.readAll(path, FileKind.Document, s"version $version") catch {
       case e: java.io.FileNotFoundException => throw missingVersion(version, cause = e)
     }
     val m = VersionManifest.fromJson(bytes, path.toString)

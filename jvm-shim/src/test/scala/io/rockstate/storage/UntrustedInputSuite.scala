@@ -1,19 +1,25 @@
 package io.rockstate.storage
 
-import java.io.File
+import java.io.{File, RandomAccessFile}
 import java.nio.charset.StandardCharsets
 import java.nio.file.Files
 import java.util.{Base64, UUID}
+import java.util.concurrent.TimeoutException
 import java.util.zip.CRC32
 
+import scala.concurrent.{Await, Future}
+import scala.concurrent.ExecutionContext.Implicits.global
+import scala.concurrent.duration._
 import scala.jdk.CollectionConverters._
-import scala.util.{Failure, Success, Try}
+import scala.util.{Failure, Success, Try, Using}
 
 import com.fasterxml.jackson.databind.node.ObjectNode
 import org.apache.commons.io.FileUtils
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.scalatest.funsuite.AnyFunSuite
+
+import io.rockstate.checkpoint.{CheckpointFiles, CheckpointMetadata, ExpectedStores}
 
 /**
  * Checkpoint files are untrusted input (docs/guarantees.md, "Trust model"): the shared rules
@@ -49,6 +55,7 @@ class UntrustedInputSuite extends AnyFunSuite {
   test("the decompression bound is the one rules.json pins") {
     assert(DecompressionBound.MinLimitBytes == rules.get("minDecompressionLimitBytes").asLong)
     assert(DecompressionBound.MaxRatio == rules.get("maxDecompressionRatio").asLong)
+    assert(DecompressionBound.MaxHeldBytes == rules.get("maxDecompressedBytes").asLong)
     assert(DecompressionBound.limitFor(10) == DecompressionBound.MinLimitBytes)
     assert(DecompressionBound.limitFor(1L << 20) == (1L << 20) * DecompressionBound.MaxRatio)
   }
@@ -179,9 +186,10 @@ class UntrustedInputSuite extends AnyFunSuite {
     RockstateConf.OrphanFileGraceMs -> "0", RockstateConf.SnapshotInterval -> "1"), 2)
     .copy(localRecovery = false, localDir = local.getPath)
 
-  private def openDb(dir: StoreCheckpointDir, local: File, label: String) = new VersionedRocksDB(
+  private def openDb(dir: StoreCheckpointDir, local: File, label: String,
+      adjust: RockstateConf => RockstateConf = identity) = new VersionedRocksDB(
     0, 0, "default", dir, LocalStoreFiles.forStore(dir.root.toString, label, local.getPath),
-    conf(local), useColumnFamilies = false)
+    adjust(conf(local)), useColumnFamilies = false)
 
   /** A store with versions 1 to 6, a snapshot of each, under `work/query/store`. */
   private def writeStore(work: File): StoreCheckpointDir = {
@@ -266,6 +274,263 @@ class UntrustedInputSuite extends AnyFunSuite {
             .filter(_.getFileName.toString == "escaped.sst").toSeq
           assert(escaped.isEmpty, s"written outside the work directory: $escaped")
         } finally db.close()
+      }
+    }
+  }
+
+  // ---- (d) the local disk: links, special files, sizes ----
+
+  /** Moves folder `name` of `parent` to a copy under `elsewhere`, leaving a link to the copy. */
+  private def linkElsewhere(parent: File, name: String, elsewhere: File): File = {
+    val folder = new File(parent, name)
+    val copy = new File(elsewhere, s"${parent.getName}-$name")
+    FileUtils.moveDirectory(folder, copy)
+    Files.createSymbolicLink(folder.toPath, copy.toPath)
+    folder
+  }
+
+  private def storeFolder(dir: StoreCheckpointDir): File = new File(dir.root.toUri.getPath)
+
+  Seq("versions", "snapshots").foreach { folder =>
+    test(s"a store whose $folder/ folder links to a copy elsewhere fails the load, naming the link") {
+      withTempDir { work =>
+        val dir = writeStore(work)
+        val link = linkElsewhere(storeFolder(dir), folder, new File(work, "elsewhere"))
+        val db = openDb(dir, new File(work, "reader"), "reader")
+        val e = try refused(s"loading through $folder/")(db.load(6)) finally db.close()
+        assert(e.getMessage.contains(s"symbolic link $link"), e.getMessage)
+        assert(e.getMessage.contains("Replace the link"), e.getMessage)
+      }
+    }
+  }
+
+  /**
+   * Runs `f` with `file` replaced by a FIFO, which is deleted again before the temporary
+   * folder is (commons-io's delete opens every file it deletes, and would wait on it).
+   */
+  private def withFifo[T](file: File)(f: => T): T = {
+    Files.deleteIfExists(file.toPath)
+    assert(new ProcessBuilder("mkfifo", file.getPath).start().waitFor() == 0, "mkfifo")
+    try f finally Files.deleteIfExists(file.toPath)
+  }
+
+  /** How loading `version` fails, within 30 s: a reader that opened `fifo` would wait. */
+  private def loadFailure(db: VersionedRocksDB, version: Long,
+      fifo: File): CorruptCheckpointException = {
+    val load = Future(Try(db.load(version)))
+    val outcome = try Await.result(load, 30.seconds) catch {
+      case _: TimeoutException =>
+        // Frees the reader waiting in open(2): opening a FIFO for reading and writing never
+        // waits, and closing it ends the reader's input.
+        new RandomAccessFile(fifo, "rw").close()
+        fail(s"the load blocked on the FIFO $fifo")
+    }
+    outcome match {
+      case Failure(e: CorruptCheckpointException) => e
+      case other => fail(s"expected a CorruptCheckpointException, got $other")
+    }
+  }
+
+  test("a store whose sst/ folder links to a copy elsewhere has no SST read through the link") {
+    withTempDir { work =>
+      val dir = writeStore(work)
+      val link = linkElsewhere(storeFolder(dir), "sst", new File(work, "elsewhere"))
+      // Snapshot repair off: the snapshot's failure is the load's.
+      val db = openDb(dir, new File(work, "reader"), "reader",
+        _.copy(autoSnapshotRepair = false))
+      val e = try refused("loading through sst/")(db.load(6)) finally db.close()
+      assert(e.getMessage.contains(s"symbolic link $link"), e.getMessage)
+      // On (the default), the snapshot is passed over as damaged: the version is rebuilt from
+      // its changes, and none of its SSTs is read through the link.
+      val repairing = openDb(dir, new File(work, "repairing"), "repairing")
+      try {
+        repairing.load(6)
+        assert(repairing.loadStats.snapshotsRepaired == 1)
+        assert(repairing.rocksDB.get("k6-20".getBytes(StandardCharsets.UTF_8)).head == 6)
+      } finally repairing.close()
+    }
+  }
+
+  test("cleanup deletes nothing through a store folder that is a link") {
+    withTempDir { work =>
+      val dir = writeStore(work)
+      val link = linkElsewhere(storeFolder(dir), "sst", new File(work, "elsewhere"))
+      // Another query's file where the link leads: to this store's cleanup, an old orphan.
+      val victim = new File(link.toPath.toRealPath().toFile, "victim.sst")
+      Files.write(victim.toPath, "another query's SST".getBytes(StandardCharsets.UTF_8))
+      victim.setLastModified(System.currentTimeMillis() - 3600000)
+      val e = refused("cleaning up through sst/")(
+        new RetentionCleaner(dir, conf(new File(work, "cleaner"))).clean())
+      assert(e.getMessage.contains(s"symbolic link $link"), e.getMessage)
+      assert(victim.isFile, "cleanup deleted a file through the link")
+    }
+  }
+
+  test("a FIFO in place of a version file fails the load without blocking it") {
+    withTempDir { work =>
+      val dir = writeStore(work)
+      val file = new File(storeFolder(dir), dir.findVersion(6).get.path)
+      withFifo(file) {
+        val db = openDb(dir, new File(work, "reader"), "reader")
+        val e = try loadFailure(db, 6, file) finally db.close()
+        assert(e.getMessage.contains(file.getPath), e.getMessage)
+        assert(e.getMessage.contains("not a regular file"), e.getMessage)
+      }
+    }
+  }
+
+  test("a FIFO as a version file's Hadoop checksum file fails the load without blocking it") {
+    withTempDir { work =>
+      val dir = writeStore(work)
+      val file = new File(storeFolder(dir), dir.findVersion(6).get.path)
+      // Hadoop's local file system reads `.<name>.crc` beside a file it opens, if it is there.
+      val sidecar = new File(file.getParentFile, s".${file.getName}.crc")
+      withFifo(sidecar) {
+        val db = openDb(dir, new File(work, "reader"), "reader")
+        val e = try loadFailure(db, 6, sidecar) finally db.close()
+        assert(e.getMessage.contains(s"checksum file $sidecar"), e.getMessage)
+      }
+    }
+  }
+
+  test("a snapshot manifest larger than a document may be fails the load before it is read") {
+    withTempDir { work =>
+      val dir = writeStore(work)
+      val manifest = new File(storeFolder(dir), snapshotOf(dir, 6))
+      // Sparse: the file takes no disk; its JSON stays at its start, zeros after it.
+      val size = (256L << 20) + 1
+      Using.resource(new RandomAccessFile(manifest, "rw"))(_.setLength(size))
+      val db = openDb(dir, new File(work, "reader"), "reader")
+      val e = try refused("loading version 6")(db.load(6)) finally db.close()
+      assert(e.getMessage.contains(manifest.getPath), e.getMessage)
+      assert(e.getMessage.contains(s"holds $size bytes, more than such a file may " +
+        s"(${256L << 20})"), e.getMessage)
+    }
+  }
+
+  private val commitEntry = "v1\n{\"nextBatchWatermarkMs\":0,\"stateUniqueIds\":{\"0\":[[\"a\"]]}}\n"
+
+  test("the driver reads no commit log entry or checkpoint metadata through a link") {
+    withTempDir { work =>
+      val location = new File(work, "query")
+      val commits = new File(location, "commits")
+      Files.createDirectories(commits.toPath)
+      Files.write(new File(commits, "0").toPath, commitEntry.getBytes(StandardCharsets.UTF_8))
+      val files = new CheckpointFiles("file:" + location.getAbsolutePath, new Configuration())
+      files.write(CheckpointMetadata.build(1, "q", "r", 0L, 0L, Nil))
+      // Read as they are, first.
+      assert(files.recordedStateIds(0).isDefined)
+      assert(files.read(1).version == 1)
+      val elsewhere = new File(work, "elsewhere")
+      val linkedCommits = linkElsewhere(location, "commits", elsewhere)
+      val e = refused("commits/0 through a link")(files.recordedStateIds(0))
+      assert(e.getMessage.contains(s"symbolic link $linkedCommits"), e.getMessage)
+      val linkedCheckpoint = linkElsewhere(new File(location, "rockstate/checkpoints"), "1",
+        elsewhere)
+      val e2 = refused("_metadata through a link")(files.read(1))
+      assert(e2.getMessage.contains(s"symbolic link $linkedCheckpoint"), e2.getMessage)
+    }
+  }
+
+  test("Spark's operator metadata is not read through a link") {
+    withTempDir { work =>
+      val location = new File(work, "query")
+      val metadata = new File(location, "state/0/_metadata")
+      Files.createDirectories(metadata.toPath)
+      Files.write(new File(metadata, "metadata").toPath, ("v1\n{\"operatorInfo\":{}," +
+        "\"stateStoreInfo\":[{\"storeName\":\"default\",\"numColsPrefixKey\":0," +
+        "\"numPartitions\":2}]}\n").getBytes(StandardCharsets.UTF_8))
+      val root = "file:" + location.getAbsolutePath
+      assert(ExpectedStores.read(root, new Configuration()).map(_.size) == Right(2))
+      val link = linkElsewhere(metadata.getParentFile, "_metadata", new File(work, "elsewhere"))
+      val e = refused("operator metadata through a link")(ExpectedStores.read(root,
+        new Configuration()))
+      assert(e.getMessage.contains(s"symbolic link $link"), e.getMessage)
+    }
+  }
+
+  test("a version file larger than a data file may be fails the load before it is downloaded") {
+    withTempDir { work =>
+      val dir = writeStore(work)
+      val file = new File(storeFolder(dir), dir.findVersion(6).get.path)
+      // Sparse: the file takes no disk.
+      val size = FileKind.Data.limit + 1
+      Using.resource(new RandomAccessFile(file, "rw"))(_.setLength(size))
+      val local = new File(work, "reader")
+      val db = openDb(dir, local, "reader")
+      try {
+        val e = refused("loading version 6")(db.load(6))
+        assert(e.getMessage.contains(file.getPath), e.getMessage)
+        assert(e.getMessage.contains(s"holds $size bytes, more than such a file may " +
+          s"(${FileKind.Data.limit})"), e.getMessage)
+        val held = Files.walk(local.toPath).iterator().asScala.filter(Files.isRegularFile(_))
+          .map(Files.size).sum
+        assert(held < (64L << 20), s"$held bytes were downloaded")
+      } finally db.close()
+    }
+  }
+
+  test("a link between the checkpoint location and a store is refused; the location may be one") {
+    withTempDir { work =>
+      val dir = writeStore(work)
+      val query = new File(work, "query")
+      // The location's root itself a link: the user named it, it is resolved once.
+      val alias = new File(work, "alias")
+      Files.createSymbolicLink(alias.toPath, query.toPath)
+      val viaAlias = new StoreCheckpointDir(new Path("file:" + alias + "/store"),
+        new Configuration(), Some(new Path("file:" + alias)))
+      val db = openDb(viaAlias, new File(work, "reader"), "reader")
+      try {
+        db.load(6)
+        assert(db.rocksDB.get("k6-20".getBytes(StandardCharsets.UTF_8)).head == 6)
+      } finally db.close()
+      // The store's folder a link inside the location: refused, even though the store
+      // directory Spark names is the link itself.
+      val link = linkElsewhere(query, "store", new File(work, "elsewhere"))
+      val linked = new StoreCheckpointDir(dir.root, new Configuration(),
+        Some(new Path("file:" + query)))
+      val db2 = openDb(linked, new File(work, "reader2"), "reader2")
+      val e = try refused("loading through the store's link")(db2.load(6)) finally db2.close()
+      assert(e.getMessage.contains(s"symbolic link $link"), e.getMessage)
+    }
+  }
+
+  test("the file kinds and their limits are the offline tools'") {
+    val python = Iterator.iterate(new File(".").getAbsoluteFile)(_.getParentFile)
+      .takeWhile(_ != null).map(d => new File(d, "python/rockstate/checkpoint/file_kind.py"))
+      .find(_.isFile).getOrElse(fail("python/rockstate/checkpoint/file_kind.py not found"))
+    val text = new String(Files.readAllBytes(python.toPath), StandardCharsets.UTF_8)
+    val declared = "(?m)^    ([A-Z_]+) = (\\d+) \\* _MIB$".r.findAllMatchIn(text)
+      .map(m => m.group(1) -> m.group(2).toLong * (1L << 20)).toMap
+    assert(declared == FileKind.all.map(k => k.name -> k.limit).toMap)
+  }
+
+  test("a whole read holds at most its kind's limit, checked first on the local disk") {
+    withTempDir { work =>
+      val conf = new Configuration()
+      conf.set("fs.rsfault.impl", classOf[io.rockstate.testing.FaultInjectingFileSystem].getName)
+      val limit = FileKind.QueryMetadata.limit
+      val atLimit = new File(work, "at-limit")
+      Files.write(atLimit.toPath, new Array[Byte](limit.toInt))
+      val past = new File(work, "past-limit")
+      Using.resource(new RandomAccessFile(past, "rw"))(_.setLength(limit + 1))
+      val huge = new File(work, "huge")
+      Using.resource(new RandomAccessFile(huge, "rw"))(_.setLength(FileKind.Document.limit + 1))
+      // The local disk (the length read first) and another file system (the bytes counted).
+      Seq("file:", "rsfault://").foreach { scheme =>
+        val location = new Path(scheme + work.getAbsolutePath)
+        val reader = new CheckpointReader(location.getFileSystem(conf), location)
+        def at(f: File) = new Path(location, f.getName)
+        assert(reader.readAll(at(atLimit), FileKind.QueryMetadata, "test").length == limit)
+        val e = refused(s"$scheme past the limit")(
+          reader.readAll(at(past), FileKind.QueryMetadata, "test"))
+        assert(e.getMessage.contains(s"$limit"), e.getMessage)
+        if (scheme == "file:") {
+          // Refused by its length: the 256 MiB are never read (nor held).
+          val e2 = refused("past the document limit")(
+            reader.readAll(at(huge), FileKind.Document, "test"))
+          assert(e2.getMessage.contains(s"holds ${FileKind.Document.limit + 1} bytes"))
+        }
       }
     }
   }
