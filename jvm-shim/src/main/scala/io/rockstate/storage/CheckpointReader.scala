@@ -23,7 +23,9 @@ import org.apache.hadoop.fs.{ChecksumFileSystem, FSDataInputStream, FileSystem, 
  */
 final class CheckpointReader(fs: FileSystem, location: Path) {
 
-  private val onLocalDisk: Boolean = fs.getScheme == "file" &&
+  // getUri, not getScheme: a FileSystem need not implement getScheme (Hadoop's default
+  // throws), and Spark's own test file systems do not.
+  private val onLocalDisk: Boolean = Option(fs.getUri.getScheme).contains("file") &&
     (fs.isInstanceOf[LocalFileSystem] || fs.isInstanceOf[RawLocalFileSystem])
 
   // The location's path as given: how messages name what is under it.

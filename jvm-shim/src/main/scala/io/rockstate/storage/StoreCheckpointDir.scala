@@ -194,7 +194,7 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration,
    */
   def listAll(): StoreListing = {
     val prefix = fs.makeQualified(root).toUri.getPath.stripSuffix("/") + "/"
-    val statuses = if (fs.getScheme == "file") walk(root) else {
+    val statuses = if (Option(fs.getUri.getScheme).contains("file")) walk(root) else {
       val it = try fs.listFiles(root, true) catch {
         case _: java.io.FileNotFoundException => return StoreListing(Map.empty)
       }
