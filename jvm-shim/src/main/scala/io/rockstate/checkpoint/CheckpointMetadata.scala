@@ -1,9 +1,6 @@
 package io.rockstate.checkpoint
 
-import scala.util.Try
-import scala.util.control.NonFatal
-
-import io.rockstate.storage.{CorruptCheckpointException, VersionManifest}
+import io.rockstate.storage.{CheckpointJson, CheckpointPath, CorruptCheckpointException, VersionManifest}
 
 /**
  * `<checkpointLocation>/rockstate/checkpoints/<version>/_metadata`, written once, atomically,
@@ -39,22 +36,40 @@ object CheckpointMetadata {
 
   def toJson(m: CheckpointMetadata): Array[Byte] = VersionManifest.toJson(m)
 
+  /**
+   * Parses a completed checkpoint's `_metadata` (untrusted: `CheckpointJson`); anything but a
+   * whole document, each store named with its paths contained, is a
+   * `CorruptCheckpointException` naming `where`.
+   */
   def fromJson(bytes: Array[Byte], where: String): CheckpointMetadata = {
-    val tree = try VersionManifest.mapper.readTree(bytes) catch {
-      case NonFatal(e) => throw new CorruptCheckpointException(
-        s"rockstate: checkpoint metadata $where is not valid JSON; the completed checkpoint " +
-          "is corrupt. Delete its directory to drop it from retention.", e)
-    }
-    val format = tree.path("formatVersion").asInt(0)
+    val tree = CheckpointJson.parse(bytes, (why, e) => new CorruptCheckpointException(
+      s"rockstate: checkpoint metadata $where is not valid JSON ($why); the completed " +
+        "checkpoint is corrupt. Delete its directory to drop it from retention.", e))
+    // A whole number: Jackson would read "1" or 1.5 as format 1.
+    val format = if (tree.path("formatVersion").isInt) tree.path("formatVersion").intValue else 0
     if (format > FormatVersion) {
       throw new CorruptCheckpointException(s"rockstate: checkpoint metadata $where has format " +
         s"version $format, newer than this rockstate reads ($FormatVersion); upgrade rockstate.")
     }
-    val m = Try(VersionManifest.mapper.treeToValue(tree, classOf[CheckpointMetadata])).toOption
-    if (format <= 0 || m.isEmpty || m.get.stores == null || m.get.totals == null) {
-      throw new CorruptCheckpointException(s"rockstate: checkpoint metadata $where is missing " +
-        "required fields; the completed checkpoint is corrupt.")
+    if (format <= 0) throw missingFields(where)
+    val m = CheckpointJson.bind(tree, classOf[CheckpointMetadata], (why, e) =>
+      new CorruptCheckpointException(s"rockstate: checkpoint metadata $where does not match " +
+        s"its schema ($why); the completed checkpoint is corrupt.", e))
+    if (m == null || m.stores == null || m.totals == null) throw missingFields(where)
+    m.stores.zipWithIndex.foreach { case (s, i) =>
+      if (s == null || s.storeName == null || s.executorId == null || s.figures == null) {
+        throw missingFields(where)
+      }
+      // Relative to the checkpoint root and to the store's folder, as the tools read them.
+      Seq("storeDir" -> s.storeDir, "snapshotManifest" -> s.snapshotManifest,
+        "versionManifest" -> s.versionManifest).foreach { case (field, path) =>
+        CheckpointPath.relative(path, s"checkpoint metadata $where, stores[$i].$field")
+      }
     }
-    m.get
+    m
   }
+
+  private def missingFields(where: String) = new CorruptCheckpointException(
+    s"rockstate: checkpoint metadata $where is missing required fields; the completed " +
+      "checkpoint is corrupt.")
 }

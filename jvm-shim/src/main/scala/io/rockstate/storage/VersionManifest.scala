@@ -1,8 +1,6 @@
 package io.rockstate.storage
 
-import com.fasterxml.jackson.databind.{DeserializationFeature, ObjectMapper}
-import com.fasterxml.jackson.databind.json.JsonMapper
-import com.fasterxml.jackson.module.scala.DefaultScalaModule
+import com.fasterxml.jackson.databind.ObjectMapper
 
 /**
  * The JSON documents rockstate writes per store: a version manifest per committed version (this)
@@ -69,10 +67,8 @@ object VersionManifest {
   val FormatVersion = 5
   val Writer = "rockstate-jvm"
 
-  private[rockstate] val mapper: ObjectMapper = JsonMapper.builder()
-    .addModule(DefaultScalaModule)
-    .configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, false)
-    .build()
+  /** The shared mapper: reads refuse what no writer produces (`CheckpointJson`). */
+  private[rockstate] val mapper: ObjectMapper = CheckpointJson.mapper
 
   def toJson(m: AnyRef): Array[Byte] = mapper.writerWithDefaultPrettyPrinter().writeValueAsBytes(m)
 
@@ -179,13 +175,10 @@ object VersionManifest {
 
   private def parse[T](bytes: Array[Byte], where: String, cls: Class[T])
       : (com.fasterxml.jackson.databind.JsonNode, T) = {
-    val tree = try mapper.readTree(bytes) catch {
-      case e: Exception =>
-        throw new CorruptCheckpointException(
-          s"rockstate: manifest $where is not valid JSON (${e.getMessage.takeWhile(_ != '\n')}); " +
-            "the checkpoint is corrupt. Restore the file from a backup or run " +
-            "`rockstate verify` on the checkpoint location to see what else is affected.", e)
-    }
+    val tree = CheckpointJson.parse(bytes, (why, e) => new CorruptCheckpointException(
+      s"rockstate: manifest $where is not valid JSON ($why); the checkpoint is corrupt. " +
+        "Restore the file from a backup or run `rockstate verify` on the checkpoint location " +
+        "to see what else is affected.", e))
     // A whole number: Jackson would read 1.5 as format 1.
     val format = if (tree.path("formatVersion").isIntegralNumber) {
       tree.path("formatVersion").asInt(0)
@@ -196,12 +189,9 @@ object VersionManifest {
         s"rockstate: manifest $where has format version $format, newer than this rockstate " +
           s"reads ($FormatVersion); upgrade rockstate to read this checkpoint.")
     }
-    val m = try mapper.treeToValue(tree, cls) catch {
-      case e: Exception =>
-        throw new CorruptCheckpointException(
-          s"rockstate: manifest $where does not match the manifest schema " +
-            s"(${e.getMessage.takeWhile(_ != '\n')}); the checkpoint is corrupt.", e)
-    }
+    val m = CheckpointJson.bind(tree, cls, (why, e) => new CorruptCheckpointException(
+      s"rockstate: manifest $where does not match the manifest schema ($why); the checkpoint " +
+        "is corrupt.", e))
     if (m == null) throw missingFields(where)
     (tree, m)
   }

@@ -22,11 +22,14 @@ import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
 import org.scalatestplus.scalacheck.ScalaCheckDrivenPropertyChecks
 
+import io.rockstate.checkpoint.{CheckpointMetadata, ExpectedStores}
+
 /**
  * Property-based fuzzing of the JVM's checkpoint parsers, the twin of
  * tests/test_fuzz_parsers.py. Checkpoint files are untrusted input (docs/guarantees.md, "Trust
- * model"): fed inputs built around the real thing (the golden fixtures' files, mutated, and
- * well-formed containers with hostile lengths and names), every parser either succeeds or
+ * model"): fed inputs built around the real thing (the golden fixtures' files, mutated, JSON
+ * pathologies put into their fields, and well-formed containers with hostile lengths and
+ * names), every parser either succeeds or
  * refuses with `CorruptCheckpointException`: no other exception, no run past `BoundSeconds`, no
  * path accepted that leaves its folder, no file written outside the directory it was given.
  *
@@ -283,9 +286,72 @@ class ParserFuzzSuite extends AnyFunSuite with ScalaCheckDrivenPropertyChecks
 
   private val rates: Gen[Double] = Gen.oneOf(0.02, 0.06, 0.12, 0.2)
 
+  /**
+   * A JSON value no writer produces, as raw text (Python's PATHOLOGIES and more): NaN and
+   * Infinity, numbers past a double or a long, too many digits, nesting past 64 (just past,
+   * past Jackson's own 1000, 100,000 deep), and values of the wrong JSON type for most fields.
+   */
+  private val pathology: Gen[String] = Gen.frequency(
+    6 -> Gen.oneOf("NaN", "-NaN", "Infinity", "-Infinity", "+Infinity", "1e400", "-1e400",
+      "1e308", "-0", "99999999999999999999999", "-99999999999999999999999",
+      "9223372036854775808", "2147483648", "4294967299", "1.5", "-0.0"),
+    4 -> Gen.oneOf("\"5\"", "\"1e400\"", "\"NaN\"", "\"\"", "\"true\"", "true", "false", "null",
+      "[]", "{}", "[1]", "[{}]", "{\"a\":1}", "\"x\"", "5", "0"),
+    2 -> Gen.oneOf(65, 1000, 100000).map(n => "[" * n + "]" * n),
+    1 -> Gen.oneOf(65, 1000, 100000).map(n => "{\"a\":" * n + "1" + "}" * n),
+    1 -> Gen.const("9" * 5000))
+
+  /**
+   * `node` with values replaced, each with probability `rate`, by a pathology: in the tree a
+   * marker string, with (marker, raw text) to put in its place once the tree is written out.
+   */
+  private def withPathologies(node: JsonNode, rate: Double)
+      : Gen[(JsonNode, List[(String, String)])] = {
+    def value(v: JsonNode): Gen[(JsonNode, List[(String, String)])] =
+      Gen.choose(0.0, 1.0).flatMap { r =>
+        if (r < rate) for {
+          raw <- pathology
+          id <- Gen.choose(0L, Long.MaxValue)
+        } yield {
+          val marker = s"@pathology$id@"
+          (nodes.textNode(marker): JsonNode, List(marker -> raw))
+        }
+        else withPathologies(v, rate)
+      }
+    node match {
+      case o: ObjectNode =>
+        val fields = o.properties().asScala.map(e => e.getKey -> e.getValue).toList
+        Gen.sequence[List[(String, (JsonNode, List[(String, String)]))],
+          (String, (JsonNode, List[(String, String)]))](fields.map { case (k, v) =>
+          value(v).map(k -> _) }).map { kvs =>
+          val out = nodes.objectNode()
+          kvs.foreach { case (k, (v, _)) => out.set[JsonNode](k, v) }
+          (out, kvs.flatMap(_._2._2))
+        }
+      case a: ArrayNode =>
+        Gen.sequence[List[(JsonNode, List[(String, String)])], (JsonNode, List[(String, String)])](
+          a.elements().asScala.toList.map(value)).map { xs =>
+          val out = nodes.arrayNode()
+          xs.foreach(x => out.add(x._1))
+          (out, xs.flatMap(_._2))
+        }
+      case other => Gen.const((other, Nil))
+    }
+  }
+
+  /** `seed` with pathologies in some of its fields (at least one), written out. */
+  private def pathologicalFields(seed: JsonNode): Gen[Array[Byte]] =
+    Gen.oneOf(0.02, 0.05, 0.1).flatMap(r => withPathologies(seed, r))
+      .retryUntil(_._2.nonEmpty, 1000).map { case (tree, marks) =>
+        marks.foldLeft(json.writeValueAsString(tree)) { case (text, (marker, raw)) =>
+          text.replace("\"" + marker + "\"", raw)
+        }.getBytes(StandardCharsets.UTF_8)
+      }
+
   /** A mutated JSON document: edited as JSON mostly, else as bytes (then rarely valid). */
   private def mutatedDocument(seed: JsonNode): Gen[Array[Byte]] = Gen.frequency(
-    30 -> rates.flatMap(r => mutateJson(seed, r)).map(json.writeValueAsBytes),
+    24 -> rates.flatMap(r => mutateJson(seed, r)).map(json.writeValueAsBytes),
+    10 -> pathologicalFields(seed),
     5 -> mutated(json.writeValueAsBytes(seed), anywhere),
     1 -> pathologicalJson)
 
@@ -455,6 +521,75 @@ class ParserFuzzSuite extends AnyFunSuite with ScalaCheckDrivenPropertyChecks
     }
   }
 
+  // ---- 2b. the coordinator's documents: completed checkpoints and Spark's operator metadata ----
+
+  private val twsCheckpoints = Seq("spark-4.0", "spark-4.0-avro")
+    .map(f => s"transform-with-state/$f/checkpoint")
+
+  // `_metadata` of completed checkpoints (the driver reads them when a run starts). Abort
+  // records (`checkpoints/aborted/<version>.json`) the JVM only writes: Python reads them.
+  private val checkpointMetadataSeeds: Seq[(String, JsonNode)] = twsCheckpoints.map { c =>
+    s"$c/rockstate/checkpoints/2/_metadata" ->
+      json.readTree(new File(fixtures, s"$c/rockstate/checkpoints/2/_metadata"))
+  }
+
+  // Spark's operator metadata: the v2 files of the fixtures, and a v1 file as Spark 4 writes it
+  // for operators other than transformWithState.
+  private val operatorMetadataSeeds: Seq[(String, String, JsonNode)] = {
+    val v2 = twsCheckpoints.map(c => s"$c/state/0/_metadata/v2/0").map { f =>
+      val text = new String(Files.readAllBytes(new File(fixtures, f).toPath),
+        StandardCharsets.UTF_8)
+      (f, text.takeWhile(_ != '\n'), json.readTree(text.dropWhile(_ != '\n')))
+    }
+    v2 :+ (("a v1 file", "v1", json.readTree("{\"operatorInfo\":{\"operatorId\":1," +
+      "\"operatorName\":\"symmetricHashJoin\"},\"stateStoreInfo\":[{\"storeName\":" +
+      "\"left-keyToNumValues\",\"numColsPrefixKey\":0,\"numPartitions\":5},{\"storeName\":" +
+      "\"left-keyWithIndexToValue\",\"numColsPrefixKey\":0,\"numPartitions\":5}]}")))
+  }
+
+  private val checkpointMetadataTally = new Tally
+
+  test("completed checkpoints' _metadata: parsed with every path contained, or refused as " +
+    "corrupt") {
+    val inputs = Gen.oneOf(checkpointMetadataSeeds).flatMap { case (name, seed) =>
+      mutatedDocument(seed).map(JsonInput(name, _)) }
+    try {
+      forAll(inputs) { input =>
+        refusesOrReads(checkpointMetadataTally, input.toString) {
+          val m = CheckpointMetadata.fromJson(input.bytes, "fuzzed/_metadata")
+          assert(m.totals != null)
+          m.stores.foreach { s =>
+            assert(s.storeName != null && s.executorId != null && s.figures != null)
+            Seq(s.storeDir, s.snapshotManifest, s.versionManifest)
+              .foreach(CheckpointPath.relative(_, "checked again"))
+          }
+        }
+        succeed
+      }
+    } finally info(checkpointMetadataTally.summary) // also when an input fails
+  }
+
+  private val operatorMetadataTally = new Tally
+
+  test("Spark's operator metadata: the stores it expects read, or refused as corrupt") {
+    val inputs = Gen.oneOf(operatorMetadataSeeds).flatMap { case (name, head, seed) =>
+      Gen.frequency(8 -> Gen.const(head), 1 -> Gen.oneOf("", "v3", "v1 v2"))
+        .flatMap(h => mutatedDocument(seed).map(d =>
+          JsonInput(name, (h + "\n").getBytes(StandardCharsets.UTF_8) ++ d)))
+    }
+    try {
+      forAll(inputs) { input =>
+        refusesOrReads(operatorMetadataTally, input.toString) {
+          ExpectedStores.parse(input.bytes, "fuzzed/metadata").foreach { stores =>
+            assert(stores.nonEmpty && stores.forall { case (n, p) => n.nonEmpty && p > 0 })
+            assert(stores.map(_._2.toLong).sum <= ExpectedStores.MaxStores)
+          }
+        }
+        succeed
+      }
+    } finally info(operatorMetadataTally.summary) // also when an input fails
+  }
+
   // ---- 3. changelogs: well-formed containers with hostile records ----
 
   private final case class ChangelogInput(how: String, bytes: Array[Byte]) {
@@ -592,6 +727,13 @@ class ParserFuzzSuite extends AnyFunSuite with ScalaCheckDrivenPropertyChecks
         val m = VersionManifest.snapshotFromJson(json.writeValueAsBytes(s), "seed")
         assert(MetaPack.unpackInline(m.metaPack.get, dir, "seed").contains("CURRENT"))
       }
+    }
+    checkpointMetadataSeeds.foreach { case (name, s) =>
+      assert(CheckpointMetadata.fromJson(json.writeValueAsBytes(s), name).stores.nonEmpty)
+    }
+    operatorMetadataSeeds.foreach { case (name, head, s) =>
+      val bytes = (head + "\n").getBytes(StandardCharsets.UTF_8) ++ json.writeValueAsBytes(s)
+      assert(ExpectedStores.parse(bytes, name).exists(_.nonEmpty), name)
     }
   }
 }

@@ -13,7 +13,7 @@ import scala.concurrent.duration._
 import scala.jdk.CollectionConverters._
 import scala.util.{Failure, Success, Try, Using}
 
-import com.fasterxml.jackson.databind.node.ObjectNode
+import com.fasterxml.jackson.databind.node.{ArrayNode, ObjectNode}
 import org.apache.commons.io.FileUtils
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
@@ -150,6 +150,143 @@ class UntrustedInputSuite extends AnyFunSuite {
     val crc = new CRC32()
     crc.update(bytes)
     crc.getValue
+  }
+
+  // ---- (b2) JSON no writer produces, in every JSON document the JVM reads ----
+
+  private val fixtureRoot: File = fixtures.getParentFile
+
+  private def fixtureBytes(relative: String): Array[Byte] =
+    Files.readAllBytes(new File(fixtureRoot, relative).toPath)
+
+  /** A version file's header: its JSON, between the 9-byte prefix and its changes. */
+  private def headerOf(file: Array[Byte]): Array[Byte] = {
+    val length = java.nio.ByteBuffer.wrap(file, 5, 4).getInt
+    java.util.Arrays.copyOfRange(file, 9, 9 + length)
+  }
+
+  /**
+   * A JSON document the JVM reads from a checkpoint: a real one (a fixture's), how it is read
+   * (`where` naming the file; a refusal must name `named(where)`), and fields to put a
+   * pathology in: (JSON pointer of the object or array, its field or index, the kind of value
+   * the field holds).
+   */
+  private final case class JsonDocument(name: String, seed: String,
+      read: (Array[Byte], String) => Any, fields: Seq[(String, String, String)],
+      named: String => String = identity)
+
+  private lazy val jsonDocuments: Seq[JsonDocument] = {
+    val versions = "checkpoint-format/v5/store/versions"
+    val firstVersion = new File(fixtureRoot, versions).list().sorted.head
+    val snapshots = "checkpoint-format/v5/store/snapshots"
+    val firstSnapshot = new File(fixtureRoot, snapshots).list().sorted.head
+    val tws = "transform-with-state/spark-4.0/checkpoint"
+    val operator = new String(fixtureBytes(s"$tws/state/0/_metadata/v2/0"), StandardCharsets.UTF_8)
+    Seq(
+      JsonDocument("a version file's header (format 5)", new String(headerOf(
+        fixtureBytes(s"$versions/$firstVersion")), StandardCharsets.UTF_8),
+        VersionManifest.fromJson, Seq(("", "version", "number"), ("", "storeName", "string"),
+          ("", "useColumnFamilies", "boolean"), ("", "commit", "object"),
+          ("/commit", "changelogRecords", "number"))),
+      JsonDocument("a version manifest (format 2)", new String(fixtureBytes(
+        "checkpoint-format/v2/store/manifests/2.json"), StandardCharsets.UTF_8),
+        // (format 2 has no commit, or `"commit": null`: Python reads it so too)
+        VersionManifest.fromJson, Seq(("", "numKeys", "number"),
+          ("", "commit", "optional object"),
+          ("/changelogs/0", "path", "string"), ("/changelogs/0", "crc32", "number"),
+          ("/columnFamilies/0", "id", "number"))),
+      JsonDocument("a snapshot manifest (format 5)", new String(fixtureBytes(
+        s"$snapshots/$firstSnapshot"), StandardCharsets.UTF_8),
+        VersionManifest.snapshotFromJson, Seq(("", "numKeys", "number"),
+          ("", "stateId", "string"), ("", "metaPack", "object"), ("/metaPack", "size", "number"),
+          // null, or none, for a file of its own (Python reads it so too)
+          ("/files/0", "inPack", "optional object"), ("/files/0/inPack", "offset", "number"))),
+      JsonDocument("a completed checkpoint's _metadata", new String(fixtureBytes(
+        s"$tws/rockstate/checkpoints/2/_metadata"), StandardCharsets.UTF_8),
+        CheckpointMetadata.fromJson, Seq(("", "version", "number"), ("", "totals", "object"),
+          ("/stores/0", "storeDir", "string"), ("/stores/0", "figures", "object"),
+          ("/stores/0/figures", "numKeys", "number"), ("/stores", "0", "object"))),
+      JsonDocument("Spark's operator metadata (v2)", operator.dropWhile(_ != '\n').trim,
+        (bytes, where) => readOperatorMetadata(bytes, where),
+        Seq(("/stateStoreInfo/0", "numPartitions", "number"),
+          ("/stateStoreInfo/0", "storeName", "string"), ("/stateStoreInfo", "0", "object"),
+          ("", "stateStoreInfo", "array")), _ => "query/state/0/_metadata/metadata"))
+  }
+
+  /** Spark's operator metadata `json` read as the coordinator does, from a checkpoint location. */
+  private def readOperatorMetadata(json: Array[Byte], where: String): Any = withTempDir { work =>
+    val metadata = new File(work, "query/state/0/_metadata")
+    Files.createDirectories(metadata.toPath)
+    Files.write(new File(metadata, "metadata").toPath, "v1\n".getBytes(StandardCharsets.UTF_8) ++
+      json)
+    ExpectedStores.read("file:" + new File(work, "query").getAbsolutePath, new Configuration())
+      .fold(why => fail(s"$where: not refused, but read as unknown: $why"), identity)
+  }
+
+  private val deep = 100000
+
+  /** Every pathology for a field of `kind`: the ones for any field, then the wrong types. */
+  private def pathologies(kind: String): Seq[String] = Seq("NaN", "Infinity", "-Infinity",
+    "1e400", "-1e400", "99999999999999999999999", "9" * 5000, "[" * deep + "]" * deep,
+    "{\"a\":" * deep + "1" + "}" * deep) ++ (kind match {
+    case "number" => Seq("\"5\"", "1.5", "true", "null", "[]", "{}", "\"1e400\"")
+    case "string" => Seq("5", "1.5", "true", "[]", "{}")
+    case "boolean" => Seq("\"true\"", "1", "null", "[]")
+    case "object" => Seq("[]", "\"x\"", "5", "null", "true")
+    case "optional object" => Seq("[]", "\"x\"", "5", "true")
+    case "array" => Seq("{}", "\"x\"", "5", "true")
+  })
+
+  /** `seed` with the field at (`pointer`, `field`) replaced by the raw JSON text `raw`. */
+  private def withValue(seed: String, pointer: String, field: String, raw: String): Array[Byte] = {
+    val tree = VersionManifest.mapper.readTree(seed)
+    val marker = "@pathology@"
+    tree.at(pointer) match {
+      case o: ObjectNode =>
+        assert(o.has(field), s"$pointer/$field")
+        o.put(field, marker)
+      case a: ArrayNode => a.set(field.toInt, a.textNode(marker))
+      case other => fail(s"$pointer is $other")
+    }
+    val text = VersionManifest.mapper.writeValueAsString(tree)
+    assert(text.split(marker, -1).length == 2)
+    text.replace("\"" + marker + "\"", raw).getBytes(StandardCharsets.UTF_8)
+  }
+
+  test("JSON no writer produces (NaN, 1e400, a long's overflow, deep nesting, wrong types) is " +
+    "refused as corrupt, naming the file, by every JSON parser") {
+    val where = "/checkpoint/fuzzed-file.json"
+    val failures = for {
+      doc <- jsonDocuments
+      _ = doc.read(doc.seed.getBytes(StandardCharsets.UTF_8), where) // the seed itself reads
+      (pointer, field, kind) <- doc.fields
+      raw <- pathologies(kind)
+      failure <- {
+        val input = withValue(doc.seed, pointer, field, raw)
+        val outcome = try { doc.read(input, where); None } catch { case e: Throwable => Some(e) }
+        val shown = if (raw.length > 24) raw.take(12) + s"… (${raw.length} chars)" else raw
+        outcome match {
+          case Some(e: CorruptCheckpointException) if e.getMessage.contains(doc.named(where)) =>
+            None
+          case Some(e: CorruptCheckpointException) =>
+            Some(s"${doc.name}, $pointer/$field = $shown: refused without naming the file: $e")
+          case Some(e) => Some(s"${doc.name}, $pointer/$field = $shown: threw $e")
+          case None => Some(s"${doc.name}, $pointer/$field = $shown: accepted")
+        }
+      }
+    } yield failure
+    assert(failures.isEmpty, s"${failures.size} inputs not refused as corrupt:\n" +
+      failures.mkString("\n"))
+  }
+
+  test("JSON nested 64 deep is read, 65 deep refused (Python's MAX_DEPTH)") {
+    def refusal(why: String, e: Throwable) = new CorruptCheckpointException(s"f.json: $why", e)
+    val at64 = "[" * 64 + "]" * 64
+    assert(CheckpointJson.parse(at64.getBytes(StandardCharsets.UTF_8), refusal).isArray)
+    val e = refused("65 deep")(CheckpointJson.parse(
+      ("[" * 32 + "{\"a\":" * 33 + "1" + "}" * 33 + "]" * 32).getBytes(StandardCharsets.UTF_8),
+      refusal))
+    assert(e.getMessage.contains("nested more than 64 deep"), e.getMessage)
   }
 
   // ---- writers never produce what readers refuse ----
