@@ -6,20 +6,19 @@ Every provider runs in a fresh JVM of its own (a subprocess), on `local[2]`, ove
 input: the first batch fills the state with ``--keys`` keys, every later batch updates
 ``--changed`` of them. Per provider it prints throughput (input rows/s over all batches),
 p50/p95 of the state commit time Spark reports (``commitTimeMs``), bytes written to the
-checkpoint's state directory per batch after the first (background snapshot uploads
-included), the files and MB the run leaves in ``state/`` once they stop changing after the
-last batch (both providers finish snapshots and cleanup in the background; Hadoop's ``.crc``
-sidecars not counted: object stores have none), and the JVM's peak resident memory; then rockstate's
-ratio against each of the others. For rockstate it also prints the bytes its commits wrote
-on the task's path (``rockstateCommitBytes``) and its checkpoints: how many completed or
-aborted, and the spread from the first to the last partition's acknowledgement; in local
-mode, also its open stores' RocksDB levels at the end (files, MB, bytes flushes and
-compactions wrote, bytes moved down whole) and why their flushes ran (a full memtable,
-the executor's write buffer manager, a snapshot's or an idle store's own flush), summed over
-the stores. Every provider's files
-in ``state/`` are printed by kind with their MB, and so is the MB new after each batch. Nothing here
-is asserted: the machines are shared, so the numbers are for reading, side by side, from one
-run.
+checkpoint's state directory per batch after the first (background snapshot uploads included),
+the files and MB the run leaves in ``state/`` once they stop changing after the last batch (both
+providers finish snapshots and cleanup in the background; Hadoop's ``.crc`` sidecars not
+counted: object stores have none), and the JVM's peak resident memory; then rockstate's ratio
+against each of the others (the floor aside: its own lines below). For rockstate it also prints
+the bytes its commits wrote on the task's path (``rockstateCommitBytes``) and its checkpoints:
+how many completed or aborted, and the spread from the first to the last partition's
+acknowledgement; in local mode, also its open stores' RocksDB levels at the end (files, MB,
+bytes flushes and compactions wrote, bytes moved down whole) and why their flushes ran (a full
+memtable, the executor's write buffer manager, a snapshot's or an idle store's own flush),
+summed over the stores. Every provider's files in ``state/`` are printed by kind with their MB,
+and so is the MB new after each batch. Nothing here is asserted: the machines are shared, so the
+numbers are for reading, side by side, from one run.
 
 ``batch_p50_ms`` is the median batch duration (Spark's ``triggerExecution``) after the
 first; ``commit_*`` is Spark's ``commitTimeMs``, summed over the operator's partitions.
@@ -40,6 +39,17 @@ PUT and a rename a copy plus a delete:
 ``spark-rocksdb-changelog-bounded`` (only when named) is Spark's provider under the memory
 bound rockstate keeps by default (a 128 MB cache an executor, the memtables charged to it):
 which of a difference is the bound's and which the provider's.
+
+``floor`` (only when named) is the floor: the test kit's benchmark-only provider
+(``io.rockstate.floor.FloorStateStoreProvider``, jvm-shim/src/testkit; its jar is compiled
+for the installed Spark line on first use and added to that child's ``spark.jars``), which
+keeps each partition's state in a hash map in memory and writes nothing. With it in the run,
+every provider's store cost is printed (its ``batch_p50_ms`` minus the floor's: what the store
+adds to a batch) and so is rockstate's store cost over each Spark provider's (n/a when
+Spark's is not above the floor); ``--json`` gets each provider's ``store_cost_ms``:
+
+    python bench/provider_bench.py --keys 1000000 --changed 200000 --partitions 8 \
+        --batches 8 --snapshot-every 2 --providers rockstate,spark-rocksdb-changelog,floor
 
 ``--snapshot-every N`` gives both RocksDB providers the same snapshot cadence (rockstate's
 ``snapshotInterval``, Spark's ``minDeltasForSnapshot``; with ``--maintenance-interval 200ms``
@@ -87,6 +97,8 @@ from pathlib import Path
 # The tests' support code (the S3 server, executor JVMs), for this process and its children.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+FLOOR = "floor"
+FLOOR_CLASS = "io.rockstate.floor.FloorStateStoreProvider"
 PROVIDERS = {
     "rockstate": ("io.rockstate.state.RockstateStateStoreProvider", {}),
     # With per-row checksums (every value sealed, every read checked): their cost.
@@ -113,9 +125,12 @@ PROVIDERS = {
          "spark.sql.streaming.stateStore.rocksdb.highPriorityPoolRatio": "0.1"},
     ),
     "hdfs": ("org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider", {}),
+    # The floor: state in a hash map in memory, nothing written (the test kit's benchmark-only
+    # provider, jvm-shim/src/testkit): what a batch costs without a state store's own work.
+    FLOOR: (FLOOR_CLASS, {}),
 }
 # Run only when named in --providers.
-OPT_IN = {"spark-rocksdb-changelog-bounded"}
+OPT_IN = {"spark-rocksdb-changelog-bounded", FLOOR}
 
 # rockstate's custom metrics of a batch's block reads (``rockstate`` + each name).
 BLOCK_READS = ("BlockCacheHits", "BlocksRead", "IndexBlocksRead", "FilterBlocksRead",
@@ -300,6 +315,9 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
     for conf in args.conf:  # checked as KEY=VALUE when parsed (_conf_pair)
         key, _, value = conf.partition("=")
         builder = builder.config(key, value)
+    if base == FLOOR:  # the floor is in the test kit's jar, added to what is there
+        jars = getattr(builder, "_options", {}).get("spark.jars")
+        builder = builder.config("spark.jars", ",".join(filter(None, [jars, floor_jar()])))
     spark = rockstate.configure(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     spark.conf.set("spark.sql.streaming.stateStore.providerClass", provider)
@@ -538,6 +556,26 @@ def start_s3_server():
     return server
 
 
+def floor_jar() -> str:
+    """The test kit's jar, which holds the floor provider (compiled for the installed Spark
+    line on first use, then cached: tests/support/testkit_jar.py). The parent builds it once
+    and hands its path to the children."""
+    path = os.environ.get("ROCKSTATE_BENCH_TESTKIT_JAR")
+    if not path:
+        from support.testkit_jar import testkit_jar
+
+        path = str(testkit_jar())
+        os.environ["ROCKSTATE_BENCH_TESTKIT_JAR"] = path
+    return path
+
+
+def store_costs(results: dict[str, dict]) -> dict[str, float]:
+    """Each provider's store cost with the floor in the run: its batch p50 minus the floor's
+    (what the store adds to a batch over a map in memory that writes nothing)."""
+    floor = results[FLOOR]["batch_p50_ms"]
+    return {name: r["batch_p50_ms"] - floor for name, r in results.items() if name != FLOOR}
+
+
 def with_s3_conf(builder):
     """``builder`` with the Spark settings ``start_s3_server`` handed down (none without it)."""
     for k, v in json.loads(os.environ.get("ROCKSTATE_BENCH_SPARK_CONF", "{}")).items():
@@ -663,6 +701,8 @@ def main() -> int:
     server = start_s3_server() if args.s3 else None
     runs: dict[str, list[dict]] = {}
     names = args.providers.split(",")
+    if FLOOR in names:  # compiled here once (on first use), before any child's clock starts
+        floor_jar()
     for run, name in ((run, name) for run in range(args.repeats) for name in names):
         cmd = [sys.executable, __file__, "--child", name, "--run", str(run),
                "--workdir", str(workdir),
@@ -745,7 +785,7 @@ def main() -> int:
     if "rockstate" in results:
         mine = results["rockstate"]
         for name, r in results.items():
-            if name.startswith("rockstate"):
+            if name.startswith("rockstate") or name == FLOOR:
                 continue
             ratios = "  ".join(f"{c}={mine[c] / r[c]:.2f}" if r[c] else f"{c}=n/a" for c in cols)
             print(f"rockstate / {name}: {ratios}")
@@ -754,6 +794,19 @@ def main() -> int:
             ratios = "  ".join(f"{c}={r[c] / mine[c]:.2f}" if mine[c] else f"{c}=n/a"
                                for c in cols)
             print(f"rockstate-checksums / rockstate (the cost of row checksums): {ratios}")
+    if FLOOR in results:
+        costs = store_costs(results)
+        floor_p50 = results[FLOOR]["batch_p50_ms"]
+        print(f"floor: batch p50 {floor_p50:.1f} ms (state in memory, nothing written: "
+              f"{FLOOR_CLASS}, the test kit's)")
+        print("store cost (batch p50 - floor's batch p50, ms): "
+              + "  ".join(f"{name} {cost:.1f}" for name, cost in costs.items()))
+        for name, cost in costs.items():
+            results[name]["store_cost_ms"] = cost
+        for mine in (n for n in costs if n.startswith("rockstate")):
+            for theirs in (n for n in costs if not n.startswith("rockstate")):
+                ratio = f"{costs[mine] / costs[theirs]:.2f}" if costs[theirs] > 0 else "n/a"
+                print(f"{mine} / {theirs} store cost: {ratio}")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     if not args.workdir_given:  # a workdir given is kept, to look at the files

@@ -22,9 +22,20 @@ Per step and provider it prints batch p50, commit p50 and p95 (Spark's ``commitT
 files and MB left in ``state/``, the JVMs' peak resident memory (the driver's, and on
 local-cluster the executors' summed), open files at the end, and on S3 the requests per
 batch; then each provider's growth (cost at the step / cost at the first step) and rockstate's
-ratio to Spark's at each step. Cold load is ``bench/cold_load_bench.py``'s and the checkpoint
-coordinator's ``CoordinatorScaleBench``'s (docs/performance.md). Nothing is asserted: the
-machines are shared and noisy, so read the ratios of one run side by side.
+ratio to Spark's at each step.
+
+``--providers`` names the providers of every step (``bench/provider_bench.py``'s names;
+rockstate and Spark's RocksDB changelog provider unless told). With ``floor`` among them (the
+test kit's provider that keeps state in memory and writes nothing), the table gains each
+provider's store cost (its batch p50 minus the floor's) and every step a line with rockstate's
+store cost over Spark's (the floor keeps state in its JVM: on ``executors``' local-cluster a
+partition that moves to another executor fails it):
+
+    python bench/scale.py --dimensions state --providers rockstate,spark-rocksdb-changelog,floor
+
+Cold load is ``bench/cold_load_bench.py``'s and the checkpoint coordinator's
+``CoordinatorScaleBench``'s (docs/performance.md). Nothing is asserted: the machines are
+shared and noisy, so read the ratios of one run side by side.
 """
 
 from __future__ import annotations
@@ -39,6 +50,7 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent / "provider_bench.py"
 PROVIDERS = ("rockstate", "spark-rocksdb-changelog")
+FLOOR = "floor"
 FIGURES = ("batch_p50_ms", "commit_p50_ms", "commit_p95_ms", "state_files", "state_mb",
            "peak_rss_mb", "executor_rss_mb", "open_files")
 GROWTH = ("batch_p50_ms", "commit_p50_ms", "state_files", "state_mb")
@@ -65,8 +77,8 @@ def steps(args: argparse.Namespace) -> dict[str, list[tuple[str, list[str]]]]:
     }
 
 
-def run_step(extra: list[str], out: Path) -> dict[str, dict]:
-    cmd = [sys.executable, str(BENCH), "--providers", ",".join(PROVIDERS), "--json", str(out),
+def run_step(providers: list[str], extra: list[str], out: Path) -> dict[str, dict]:
+    cmd = [sys.executable, str(BENCH), "--providers", ",".join(providers), "--json", str(out),
            *extra]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if done.returncode != 0 or not out.exists():
@@ -78,21 +90,33 @@ def _fmt(v: float) -> str:
     return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.1f}"
 
 
-def print_dimension(name: str, results: list[tuple[str, dict[str, dict]]]) -> None:
+def _mine_and_theirs(providers: list[str]) -> tuple[str, str | None]:
+    """The rockstate provider and the Spark provider the ratios compare (the first of each)."""
+    mine = next((p for p in providers if p.startswith("rockstate")), providers[0])
+    theirs = next((p for p in providers if not p.startswith("rockstate") and p != FLOOR), None)
+    return mine, theirs
+
+
+def print_dimension(name: str, results: list[tuple[str, dict[str, dict]]],
+                    providers: list[str]) -> None:
+    # With the floor in the run, provider_bench gives every other provider its store cost.
+    figures = (*FIGURES, "store_cost_ms") if FLOOR in providers else FIGURES
     print(f"\n## {name}\n")
-    print("| step | provider | " + " | ".join(FIGURES) + " | S3 requests per batch |")
-    print("|---|---|" + "---|" * (len(FIGURES) + 1))
+    print("| step | provider | " + " | ".join(figures) + " | S3 requests per batch |")
+    print("|---|---|" + "---|" * (len(figures) + 1))
     for label, by_provider in results:
-        for provider in PROVIDERS:
+        for provider in providers:
             r = by_provider[provider]
             s3 = ", ".join(f"{k} {v:g}" for k, v in r.get("s3_requests_per_batch", {}).items()
                            if v) or "-"
-            print(f"| {label} | {provider} | " + " | ".join(_fmt(r.get(f, 0)) for f in FIGURES)
-                  + f" | {s3} |")
+            # The floor has no store cost of its own.
+            cells = [_fmt(r.get(f, 0)) if f in FIGURES else _fmt(r[f]) if f in r else "-"
+                     for f in figures]
+            print(f"| {label} | {provider} | " + " | ".join(cells) + f" | {s3} |")
     print("\nEvery batch's duration in ms (the first loads the state and is not in the p50), "
           "and the files left in `state/` by kind:\n")
     for label, by_provider in results:
-        for provider in PROVIDERS:
+        for provider in providers:
             r = by_provider[provider]
             kinds = ", ".join(f"{k} {v:g}" for k, v in r.get("state_files_by_kind", {}).items())
             print(f"- {label}, {provider}: {', '.join(f'{b:,}' for b in r['batches_ms'])}; "
@@ -103,21 +127,31 @@ def print_dimension(name: str, results: list[tuple[str, dict[str, dict]]]) -> No
     print("|---|---|" + "---|" * len(GROWTH))
     first = results[0][1]
     for label, by_provider in results[1:]:
-        for provider in PROVIDERS:
+        for provider in providers:
             cells = [by_provider[provider][f] / first[provider][f] if first[provider][f] else 0
                      for f in GROWTH]
             print(f"| {label} | {provider} | " + " | ".join(f"{c:.2f}" for c in cells) + " |")
-    print("\nrockstate / Spark's RocksDB changelog provider at each step:\n")
+    me, them = _mine_and_theirs(providers)
+    if them is None:
+        return
+    print(f"\n{me} / {them} at each step:\n")
     shown = (*GROWTH, "peak_rss_mb", "open_files")
     print("| step | " + " | ".join(shown) + " | S3 requests per batch |")
     print("|---|" + "---|" * (len(shown) + 1))
     for label, by_provider in results:
-        mine, theirs = by_provider[PROVIDERS[0]], by_provider[PROVIDERS[1]]
+        mine, theirs = by_provider[me], by_provider[them]
         cells = [f"{mine[f] / theirs[f]:.2f}" if theirs[f] else "n/a" for f in shown]
         req_mine = sum(mine.get("s3_requests_per_batch", {}).values())
         req_theirs = sum(theirs.get("s3_requests_per_batch", {}).values())
         s3 = f"{req_mine / req_theirs:.2f}" if req_theirs else "-"
         print(f"| {label} | " + " | ".join(cells) + f" | {s3} |")
+    if FLOOR in providers:
+        print(f"\n{me} / {them} store cost (batch p50 minus the floor's) at each step:\n")
+        for label, by_provider in results:
+            mine, theirs = by_provider[me]["store_cost_ms"], by_provider[them]["store_cost_ms"]
+            ratio = f"{mine / theirs:.2f}" if theirs > 0 else "n/a"
+            print(f"- {label}: {ratio} ({_fmt(mine)} ms / {_fmt(theirs)} ms; floor "
+                  f"{_fmt(by_provider[FLOOR]['batch_p50_ms'])} ms)")
 
 
 def _ints(text: str) -> list[int]:
@@ -131,19 +165,23 @@ def main() -> int:
     parser.add_argument("--sizes", type=_ints, default=[1_000_000, 4_000_000])
     parser.add_argument("--partitions", type=_ints, default=[200, 1000])
     parser.add_argument("--executors", type=_ints, default=[1, 2, 4])
+    parser.add_argument("--providers", default=",".join(PROVIDERS),
+                        help="the providers of every step (provider_bench.py's names); with "
+                             "floor, each provider's store cost and their ratio")
     parser.add_argument("--batches", type=int, default=12,
                         help="batches a state or executors step runs; the first, which loads "
                              "the state, is not timed")
     args = parser.parse_args()
+    providers = [p for p in args.providers.split(",") if p]
     plan = steps(args)
     work = Path(tempfile.mkdtemp(prefix="rockstate-scale-"))
     for name in args.dimensions.split(","):
         results = []
         for i, (label, extra) in enumerate(plan[name]):
             start = time.monotonic()
-            results.append((label, run_step(extra, work / f"{name}-{i}.json")))
+            results.append((label, run_step(providers, extra, work / f"{name}-{i}.json")))
             print(f"{name}: {label} done in {time.monotonic() - start:.0f} s", file=sys.stderr)
-        print_dimension(name, results)
+        print_dimension(name, results, providers)
         sys.stdout.flush()
     return 0
 

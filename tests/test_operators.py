@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 import rockstate
 from support.queries import BATCHES, SCHEMA, events, join, pandas_count_until_timeout, sided
 from support.savepoints import settled
-from support.streams import assert_same_as_oracle, run_stream
+from support.streams import HDFS, assert_same_as_oracle, assert_same_outputs, run_stream
 
 # The other Spark lines' leg (dev/test-spark-line) runs one query of each way an operator uses
 # the store (get/put, removal by watermark, a join's four stores, prefix scans, timeouts) and
@@ -339,3 +339,52 @@ def test_a_damaged_snapshot_is_repaired_on_restart_and_the_query_agrees_with_the
     repaired = [p["stateOperators"][0]["customMetrics"].get("numSnapshotsAutoRepaired", 0)
                 for p in mine.progress if p["batchId"] >= 4]
     assert repaired[0] == 1 and sum(repaired) == 1, repaired
+
+
+# The benches' floor (bench/provider_bench.py --providers ...,floor): the test kit's
+# benchmark-only provider, state in memory and nothing written.
+FLOOR = "io.rockstate.floor.FloorStateStoreProvider"
+
+
+def test_the_benches_floor_gives_the_oracles_output_and_writes_no_state(spark, workdir: Path):
+    """The benches' aggregation on the floor agrees with the oracle batch for batch, across a
+    restart in the same JVM whose last batch runs again (its commit dropped from the commit
+    log, as a query stopped between the state commit and the commit log would): the restarted
+    query's new providers find the state in the JVM and go back a version by its undo log. The
+    store writes nothing: state/ holds only Spark's own metadata."""
+    def agg(s):
+        return s.groupBy("key").agg(F.count("*").alias("n"), F.sum("value").alias("total"))
+
+    def drop_last_commit(query, checkpoint):
+        query.stop()
+        commits = Path(checkpoint) / "commits"
+        last = max(int(p.name) for p in commits.iterdir() if p.name.isdigit())
+        for name in (str(last), f".{last}.crc"):
+            (commits / name).unlink(missing_ok=True)
+        return checkpoint
+
+    oracle = run_stream(spark, HDFS, agg, BATCHES, workdir=workdir, name="floor-oracle",
+                        schema=SCHEMA, restart_at=3)
+    floor = run_stream(spark, FLOOR, agg, BATCHES, workdir=workdir, name="floor",
+                       schema=SCHEMA, restart_at=3, relocate=drop_last_commit)
+    assert oracle.all_rows()
+    assert_same_outputs(oracle, floor, "floor")
+    assert len(floor.outputs) >= len(BATCHES)
+    # The stores' numKeys, summed over partitions: the state's keys, as the oracle counts them.
+    assert floor.progress[-1]["stateOperators"][0]["numRowsTotal"] == \
+        oracle.progress[-1]["stateOperators"][0]["numRowsTotal"] > 0
+    state = Path(floor.checkpoint) / "state"
+    written = [p.relative_to(state) for p in state.rglob("*") if p.is_file()]
+    assert written, "Spark writes the operator's metadata under state/"
+    assert [p for p in written if not any(part.startswith(("_", ".")) for part in p.parts)] \
+        == [], written
+
+
+def test_the_benches_floor_refuses_what_the_benches_do_not_run(spark, workdir: Path):
+    """A prefix-scanning store (a session window's) is refused when it opens, by name."""
+    with pytest.raises(Exception, match="floor: benchmark-only provider"):
+        run_stream(spark, FLOOR,
+                   lambda s: s.withWatermark("ts", "5 minutes")
+                   .groupBy(F.session_window("ts", "3 minutes"), "key").count(),
+                   BATCHES[:1], workdir=workdir, name="floor-session", schema=SCHEMA,
+                   output_mode="append")

@@ -57,19 +57,20 @@ def test_every_supported_line_has_an_adapter_folder_and_nothing_else_does():
 
 
 def test_the_users_jar_holds_no_test_code():
-    """The fault-injecting file system and the store audit live in the tests' own jar
-    (tests/support/testkit_jar.py), compiled from jvm-shim/src/testkit: not in the jar users
-    run."""
+    """The fault-injecting file system, the store audit and the benches' floor provider live in
+    the tests' own jar (tests/support/testkit_jar.py), compiled from jvm-shim/src/testkit: not
+    in the jar users run."""
     with zipfile.ZipFile(rockstate.jar_path()) as z:
         names = z.namelist()
     assert any(n.startswith("io/rockstate/storage/") for n in names)
-    assert [n for n in names if n.startswith("io/rockstate/testing/")
-            or "StoreAudit" in n or "FaultInjecting" in n] == []
+    assert [n for n in names if n.startswith(("io/rockstate/testing/", "io/rockstate/floor/"))
+            or "StoreAudit" in n or "FaultInjecting" in n or "Floor" in n] == []
     from support.testkit_jar import testkit_jar
     with zipfile.ZipFile(testkit_jar()) as z:
         kit = set(z.namelist())
     assert {"io/rockstate/testing/FaultInjectingFileSystem.class",
-            "io/rockstate/testing/StoreAudit.class"} <= kit
+            "io/rockstate/testing/StoreAudit.class",
+            "io/rockstate/floor/FloorStateStoreProvider.class"} <= kit
     assert not any(n.startswith("io/rockstate/storage/") for n in kit)
 
 
@@ -256,7 +257,9 @@ def test_only_the_adapter_package_touches_sparks_internal_classes():
     """Storage, snapshots, retention and the coordinator see only rockstate's own types: Spark's
     internal state classes are imported by the adapter (`io.rockstate.spark`, its per-line
     folders, and the provider's public name in `io.rockstate.state`) only."""
-    adapter = {"spark", "state", "org/apache/spark/sql/execution/streaming/state"}
+    adapter = {"spark", "state", "org/apache/spark/sql/execution/streaming/state",
+               # The benches' floor (test kit only): a StateStoreProvider of its own.
+               "floor"}
     offenders = sorted(str(f.relative_to(REPO)) for package, files in _jvm_sources().items()
                        if package not in adapter for f in files
                        if SPARK_INTERNALS.search(f.read_text()))
