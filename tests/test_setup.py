@@ -354,8 +354,9 @@ def _python_modules() -> dict[str, Path]:
 
 # The package's layers, each importing only those before it: errors; the encodings of rows and
 # entries; a checkpoint's files; session set-up (which reads no checkpoint); the live view;
-# the offline tools; at the top the package's names, the CLI and the demo.
-PYTHON_LAYERS = ("errors", "encoding", "checkpoint", "session", "live", "tools")
+# the offline tools; Nexmark (a workload and its runner); at the top the package's names, the
+# CLI and the demo.
+PYTHON_LAYERS = ("errors", "encoding", "checkpoint", "session", "live", "tools", "nexmark")
 
 
 def test_python_modules_have_no_import_cycles():

@@ -61,6 +61,42 @@ def _parser() -> argparse.ArgumentParser:
     server.add_argument("--print", action="store_true", dest="print_only",
                         help="print the command (and the start-connect-server.sh one that runs "
                              "it as a daemon) instead of running it")
+    nexmark = sub.add_parser("nexmark", help="run Nexmark's stateful queries on state "
+                             "providers side by side (a Spark job; docs/nexmark.md)")
+    nexmark.set_defaults(run=_nexmark_command)
+    nexmark.add_argument("--queries", default="all",
+                         help="comma-separated queries, or all (default)")
+    nexmark.add_argument("--providers", default="rockstate,rocksdb",
+                         help="comma-separated: rockstate, rocksdb (Spark's, changelog "
+                              "checkpointing on), rocksdb-snapshots, hdfs")
+    nexmark.add_argument("--events", type=_at_least_one, default=1_000_000)
+    nexmark.add_argument("--seed", type=int, default=0, help="picks the events")
+    nexmark.add_argument("--event-rate", type=_at_least_one, default=10_000,
+                         help="events a second of event time (default 10,000, Nexmark's)")
+    nexmark.add_argument("--batch-events", type=_at_least_one,
+                         help="events a batch (default: events / 20)")
+    nexmark.add_argument("--warmup-events", type=int, help="events of an unmeasured first "
+                         "run on every provider (default: events / 10, at most 200,000; 0: "
+                         "none)")
+    nexmark.add_argument("--partitions", type=_at_least_one, default=8,
+                         help="state partitions and generating tasks (default 8)")
+    nexmark.add_argument("--rate", type=float, help="feed this many events a second (a "
+                         "batch each batch-events / rate seconds; default: as fast as Spark "
+                         "goes, Nexmark's Cores x Time)")
+    nexmark.add_argument("--master", default="local[*]")
+    nexmark.add_argument("--checkpoint-root", help="where checkpoints and outputs go (a path "
+                         "or a URL such as s3a://bucket/nexmark; default: a temporary folder)")
+    nexmark.add_argument("--kill-after", type=int, metavar="BATCHES", help="SIGKILL an "
+                         "executor after this many batches and measure the recovery "
+                         "(local-cluster or spark:// master)")
+    nexmark.add_argument("--no-check", action="store_true", help="write no output (a no-op "
+                         "sink, Nexmark's blackhole) and compare nothing")
+    nexmark.add_argument("--no-oracle", action="store_true",
+                         help="compare the providers' outputs, not the batch oracle's")
+    nexmark.add_argument("--json", metavar="FILE", help="write the figures as JSON")
+    nexmark.add_argument("--html", metavar="FILE", help="write the figures as a page")
+    nexmark.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                         help="any other Spark conf (repeat it)")
     for name, text in (("inspect", "list a checkpoint's stores, versions and snapshots"),
                        ("verify", "check every file a checkpoint's versions need; exit 1 on a "
                                   "problem")):
@@ -200,6 +236,55 @@ def _demo_command(args: argparse.Namespace, rest: list[str]) -> int:
     from rockstate.demo import main as demo_main
 
     return demo_main(rest)
+
+
+def _nexmark_command(args: argparse.Namespace, rest: list[str]) -> int:
+    import tempfile
+
+    from pyspark.sql import SparkSession
+
+    from rockstate.nexmark.benchmark import parse_queries, run_benchmark, table, write_json
+    from rockstate.nexmark.config import NexmarkConfig
+    from rockstate.nexmark.page import write_page
+    from rockstate.nexmark.providers import parse
+    from rockstate.nexmark.run import RunPlan
+    from rockstate.session.configure import configure
+
+    try:
+        queries, providers = parse_queries(args.queries), parse(args.providers)
+        config = NexmarkConfig(events=args.events, seed=args.seed, event_rate=args.event_rate)
+    except ValueError as e:
+        raise RockstateError(str(e)) from None
+    root = args.checkpoint_root or tempfile.mkdtemp(prefix="rockstate-nexmark-")
+    plan = RunPlan(root=root, batch_events=args.batch_events or max(1, args.events // 20),
+                   partitions=args.partitions, rate=args.rate, kill_after=args.kill_after,
+                   keep_output=not args.no_check)
+    builder = (SparkSession.builder.master(args.master).appName("rockstate-nexmark")
+               .config("spark.sql.shuffle.partitions", str(args.partitions))
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.ui.showConsoleProgress", "false"))
+    for key, value in _key_values(args.conf, "conf").items():
+        builder = builder.config(key, value)
+    spark = configure(builder).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    print(f"rockstate nexmark: {', '.join(queries)} on {', '.join(providers)}, "
+          f"{args.events:,} events, in {root}", flush=True)
+    result = run_benchmark(
+        spark, queries, providers, config, plan, oracle=not args.no_oracle,
+        warmup_events=(min(args.events // 10, 200_000) if args.warmup_events is None
+                       else args.warmup_events),
+        progress=lambda r: print(f"  {r.query} on {r.provider}: {r.time_s:.1f} s, "
+                                 f"{r.cpu_s} CPU s", flush=True))
+    text = table(result)
+    print(text)
+    if args.json:
+        write_json(result, args.json)
+    if args.html:
+        write_page(result, args.html, text)
+    if not result.all_equal:
+        _fail("nexmark", "outputs differ: see the table's outputs column")
+        return 1
+    return 0
 
 
 def _spark_defaults_command(args: argparse.Namespace, rest: list[str]) -> int:

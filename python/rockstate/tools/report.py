@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from rockstate.checkpoint.location import CheckpointLocation
 
-_CSS = """
+CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#1d232b}
 h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px}
 .sub{color:#5b6573;font-size:13px;margin-bottom:16px}
@@ -85,7 +85,7 @@ def render(data: ReportData) -> str:
     parts = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
         f"<title>rockstate report: {html.escape(data.location)}</title>",
-        f"<style>{_CSS}</style><script>{get_plotlyjs()}</script></head><body>",
+        f"<style>{CSS}</style><script>{get_plotlyjs()}</script></head><body>",
         "<h1>Checkpoint history</h1>",
         f"<div class='sub'>{html.escape(data.location)} &middot; provider "
         f"<code>{html.escape(data.provider)}</code> &middot; generated {generated}</div>",
