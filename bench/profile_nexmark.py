@@ -29,6 +29,7 @@ OWNERS = (("RocksDB JNI", "org.rocksdb."), ("rockstate", "io.rockstate."),
           ("generated code", "org.apache.spark.sql.catalyst.expressions.GeneratedClass"),
           ("shuffle and blocks", "org.apache.spark.shuffle."),
           ("shuffle and blocks", "org.apache.spark.storage."))
+NAMES = list(dict.fromkeys(name for name, _ in OWNERS))  # each once, in order
 
 
 def owner(stack: list[str]) -> str:
@@ -53,8 +54,8 @@ def main() -> int:
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="rockstate-nexmark-profile-"))
     workdir.mkdir(parents=True, exist_ok=True)
     print(f"| {args.query}, {args.events:,} events | task samples | store share (inclusive) | "
-          + " | ".join(dict.fromkeys(n for n, _ in OWNERS)) + " | other |")
-    print("|---" * (4 + len(dict.fromkeys(n for n, _ in OWNERS))) + "|")
+          + " | ".join(NAMES) + " | other |")
+    print("|---" * (4 + len(NAMES)) + "|")
     for provider in args.providers.split(","):
         recording = workdir / f"{provider}.jfr"
         cmd = [sys.executable, "-m", "rockstate", "nexmark", "--queries", args.query,
@@ -71,7 +72,7 @@ def main() -> int:
         total = len(stacks) or 1
         store = sum(1 for s in stacks if any(f.startswith(STORE) for f in s))
         owners = collections.Counter(owner(s) for s in stacks)
-        cells = [f"{100 * owners[n] / total:.0f}%" for n in dict.fromkeys(n for n, _ in OWNERS)]
+        cells = [f"{100 * owners[n] / total:.0f}%" for n in NAMES]
         print(f"| {provider} | {len(stacks):,} | {100 * store / total:.0f}% | "
               + " | ".join(cells) + f" | {100 * owners['other'] / total:.0f}% |", flush=True)
     shutil.rmtree(workdir, ignore_errors=True)

@@ -91,10 +91,14 @@ class NexmarkConfig:
 
     @property
     def auction_horizon_ms(self) -> int:
-        """An auction's mean length: the event time that ``num_in_flight_auctions`` auctions'
-        worth of events takes (Nexmark's ``nextAuctionLengthMs``)."""
-        events = self.num_in_flight_auctions * PROPORTION_DENOMINATOR // AUCTION_PROPORTION
-        return events * 1000 // self.event_rate
+        """An auction's mean length: the event time that ``auction_horizon_events`` take
+        (Nexmark's ``nextAuctionLengthMs``)."""
+        return self.auction_horizon_events * 1000 // self.event_rate
+
+    @property
+    def auction_horizon_events(self) -> int:
+        """The events that ``num_in_flight_auctions`` auctions come with."""
+        return self.num_in_flight_auctions * PROPORTION_DENOMINATOR // AUCTION_PROPORTION
 
     @property
     def max_auction_ms(self) -> int:

@@ -86,11 +86,12 @@ class _Draws:
 
     # ---- draws ----
 
-    def draw(self, k: int, salt: Column | None = None) -> Column:
+    def draw(self, k: int, salt: Column | None = None, block: int | None = None) -> Column:
+        """Draw ``k`` of the event (or of ``salt``); ``block`` numbers a text's 64 bits."""
         from pyspark.sql import functions as F
 
         parts = [F.lit(self.config.seed), self.i if salt is None else salt, F.lit(k)]
-        return F.xxhash64(*parts)
+        return F.xxhash64(*parts, *([] if block is None else [F.lit(block)]))
 
     def uniform(self, k: int, n: Column | int, salt: Column | None = None) -> Column:
         """A draw uniform in [0, n)."""
@@ -109,9 +110,8 @@ class _Draws:
         """``length`` (at most ``longest``) drawn letters, 16 a draw (draws ``k`` and up)."""
         from pyspark.sql import functions as F
 
-        parts = [F.lpad(F.hex(F.xxhash64(F.lit(self.config.seed),
-                                         self.i if salt is None else salt, F.lit(k), F.lit(b))),
-                        16, "0") for b in range(-(-longest // 16))]
+        parts = [F.lpad(F.hex(self.draw(k, salt, block=b)), 16, "0")
+                 for b in range(-(-longest // 16))]
         letters = F.translate(F.concat(*parts) if len(parts) > 1 else parts[0], _DIGITS,
                               _WORDS if spaces else _LETTERS)
         n = F.lit(length) if isinstance(length, int) else length
@@ -224,9 +224,7 @@ class _Draws:
             .otherwise(self.next_person(2))
         initial = self.price(4)
         # The horizon: the event time that the next num_in_flight auctions' events take.
-        ahead = self.config.num_in_flight_auctions * c.PROPORTION_DENOMINATOR \
-            // c.AUCTION_PROPORTION
-        horizon = self.time_ms(self.i + ahead) - self.time_ms(self.i)
+        horizon = self.time_ms(self.i + self.config.auction_horizon_events) - self.time_ms(self.i)
         length = self.uniform(5, F.greatest(horizon * 2, F.lit(1))) + 1
         name = self.string(6, 20)
         description = self.string(7, 100)

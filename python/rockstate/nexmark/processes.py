@@ -16,10 +16,14 @@ _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 def task_jvms(spark: SparkSession) -> list[int]:
     """The process ids of the JVMs that run tasks and are on this machine: the driver's in
     local mode, else the application's executors (none when they run elsewhere)."""
-    master = spark.sparkContext.master
-    if master.startswith("local[") or master == "local":
+    if is_local(spark.sparkContext.master):
         return [spark.sparkContext._gateway.proc.pid]  # type: ignore[union-attr]
     return executor_jvms(spark.sparkContext.applicationId)
+
+
+def is_local(master: str) -> bool:
+    """Whether ``master`` runs the tasks in the driver's JVM (``local``, ``local[N]``)."""
+    return master == "local" or master.startswith("local[")
 
 
 def executor_jvms(app_id: str) -> list[int]:

@@ -13,19 +13,17 @@ from typing import TYPE_CHECKING, Any
 
 import fsspec
 
-from rockstate.nexmark.processes import task_jvms, tree_cpu_seconds
+from rockstate.nexmark.processes import is_local, task_jvms, tree_cpu_seconds
 from rockstate.nexmark.providers import PROVIDERS
 from rockstate.nexmark.source import IndexStream
 from rockstate.nexmark.views import stream_views
+from rockstate.session.spark_conf import PROVIDER_KEY
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from rockstate.nexmark.config import NexmarkConfig
     from rockstate.nexmark.queries import Query
-
-PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
-
 
 @dataclass(frozen=True)
 class RunFigures:
@@ -79,7 +77,7 @@ def run_query(spark: SparkSession, query: Query, provider: str, config: NexmarkC
               plan: RunPlan) -> RunFigures:
     """Runs ``query`` over ``config``'s events on ``provider`` and returns its figures."""
     provider_class, confs = PROVIDERS[provider]
-    spark.conf.set(PROVIDER_CONF, provider_class)
+    spark.conf.set(PROVIDER_KEY, provider_class)
     spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "1000000")
     # Days (q17) are UTC's, in the query and its oracle alike.
     spark.conf.set("spark.sql.session.timeZone", "UTC")
@@ -108,7 +106,7 @@ def run_query(spark: SparkSession, query: Query, provider: str, config: NexmarkC
         progress += _progress(handle)
     finally:
         sampler.stop()
-        handle.stop()
+        _stop(spark, handle)
     # The batches with events (the last one has none: it closes the windows).
     data = [p for p in progress if p["batchId"] < source.last_batch]
     durations = sorted(p["durationMs"]["triggerExecution"] for p in data) or [0]
@@ -195,7 +193,7 @@ class _Sampler:
     def __init__(self, spark: SparkSession, kill_after: int | None) -> None:
         self.spark = spark
         self.kill_after = kill_after
-        self.local = spark.sparkContext.master.startswith("local[")
+        self.local = is_local(spark.sparkContext.master)
         self.first: dict[int, float] = {}
         self.last: dict[int, float] = {}
         self.killed_at: float | None = None  # wall clock, seconds
