@@ -390,7 +390,7 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
         # memtables' reservations, pinned index and filter blocks, blocks being read). A
         # cache pinned near its capacity keeps no data block between two reads.
         if in_process_cache:
-            shared = spark._jvm.io.rockstate.storage.ExecutorMemory.current()
+            shared = spark._jvm.io.rockstate.storage.local.ExecutorMemory.current()
             pinned.append(shared.get().cache().getPinnedUsage() if shared.isDefined() else 0)
         rows += p["numInputRows"]
         millis += p["durationMs"]["triggerExecution"]
@@ -422,11 +422,11 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
     # the executor (the shared block cache, memtables charged to it) against its bound; in
     # local mode the executor is this JVM.
     state_memory = p["stateOperators"][0].get("memoryUsedBytes", 0)
-    rocksdb_memory = (spark._jvm.io.rockstate.storage.ExecutorMemory.usedBytes()
+    rocksdb_memory = (spark._jvm.io.rockstate.storage.local.ExecutorMemory.usedBytes()
                       if in_process_cache else 0)
     # Where each store's SSTs are and how they got there (local mode: this JVM's stores):
     # bytes compactions wrote against bytes they moved down whole, by level.
-    level_stats = (list(spark._jvm.io.rockstate.storage.LocalRocksDB.openLevelStats())
+    level_stats = (list(spark._jvm.io.rockstate.storage.local.LocalRocksDB.openLevelStats())
                    if in_process_cache else [])
     query.stop()
     # What the run leaves in the checkpoint's state/ directory (after the last maintenance):

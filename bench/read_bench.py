@@ -98,7 +98,7 @@ def main() -> int:
     # A second, one-row batch once the first batch's snapshot is uploaded: the version read
     # is then a RocksDB snapshot plus one changelog, the common case.
     if args.provider == "rockstate":
-        spark.sparkContext._jvm.io.rockstate.storage.SnapshotUploader.awaitIdle(120000)
+        spark.sparkContext._jvm.io.rockstate.storage.snapshot.SnapshotUploader.awaitIdle(120000)
     else:  # every partition's snapshot zip of version 1 is uploaded by maintenance
         deadline = time.monotonic() + 120
         while len(list(checkpoint.glob("state/0/*/1.zip"))) < args.partitions:

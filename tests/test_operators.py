@@ -174,7 +174,7 @@ def test_restart_at_a_snapshot_version_loads_that_snapshot(spark, workdir: Path)
 
     def snapshots_landed(i: int, _query) -> None:
         if i == 1:
-            assert jvm.io.rockstate.storage.SnapshotUploader.awaitIdle(60000)
+            assert jvm.io.rockstate.storage.snapshot.SnapshotUploader.awaitIdle(60000)
 
     run = run_stream(
         spark, rockstate.PROVIDER_CLASS,

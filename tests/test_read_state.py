@@ -107,7 +107,7 @@ def checkpoints(sessions, tmp_path_factory) -> dict[str, Path]:
         spark, rockstate.PROVIDER_CLASS, _aggregate_with_struct_key, _batches(5), workdir=work,
         name="agg-checksums", schema=SCHEMA,
         confs={"spark.sql.streaming.stateStore.rowChecksum.enabled": "true"}).checkpoint
-    spark.sparkContext._jvm.io.rockstate.storage.SnapshotUploader.awaitIdle(60000)
+    spark.sparkContext._jvm.io.rockstate.storage.snapshot.SnapshotUploader.awaitIdle(60000)
     # The same aggregation on Spark's own RocksDB provider (a zip and shared SSTs a version).
     out["spark-agg"] = run_stream(
         spark, SPARK_ROCKSDB, _aggregate_with_struct_key, _batches(5), workdir=work,

@@ -303,6 +303,43 @@ def test_jvm_packages_have_no_import_cycles():
     assert not any("testing" in graph[p] for p in graph if p != "testing"), graph
 
 
+# io.rockstate.storage by concern, lowest first: each subpackage imports only from the ones
+# before it; the package's own top (the versioned store, "") comes last.
+STORAGE_LAYERS = ["format", "location", "conf", "local", "snapshot", "restore", "retention", ""]
+STORAGE_IMPORT = re.compile(r"^\s*import io\.rockstate\.storage\.(?:(\w+)\.)?(?:[A-Z_{]|_)", re.M)
+
+
+def _storage_imports() -> dict[str, dict[str, set[str]]]:
+    """For each storage subpackage ("" for the top), the subpackages each file imports."""
+    root = REPO / "jvm-shim" / "src" / "main" / "scala" / "io" / "rockstate" / "storage"
+    found: dict[str, dict[str, set[str]]] = {}
+    for f in sorted(root.rglob("*.scala")):
+        sub = "" if f.parent == root else f.parent.name
+        text = f.read_text()
+        imported = {m.group(1) or "" for m in STORAGE_IMPORT.finditer(text)} - {sub}
+        # A file of a subpackage that names the top's types without an import cannot compile;
+        # one in the top sees them unimported, so its imports are the whole story.
+        found.setdefault(sub, {})[f.name] = imported
+    return found
+
+
+def test_storage_subpackages_import_only_downwards():
+    """Storage is split by concern (Flink's backend: snapshot/, restore/): the checkpoint's file
+    formats, the location's I/O, settings, the executor's local RocksDB and files, the
+    snapshot's synchronous and asynchronous parts, the restore, retention, and the versioned
+    store on top. A subpackage imports only the ones below it."""
+    found = _storage_imports()
+    assert set(found) == set(STORAGE_LAYERS), sorted(found)
+    upward = sorted(f"{sub or 'storage'}/{name} imports {dep or 'storage'}"
+                    for sub, files in found.items() for name, deps in files.items()
+                    for dep in deps
+                    if STORAGE_LAYERS.index(dep) > STORAGE_LAYERS.index(sub))
+    assert upward == []
+    top = REPO / "jvm-shim" / "src" / "main" / "scala" / "io" / "rockstate" / "storage"
+    # The top holds the versioned store and its figures, nothing a subpackage could take.
+    assert len(list(top.glob("*.scala"))) <= 6
+
+
 def _python_imports(tree: ast.Module, modules: set[str]) -> set[str]:
     """The package modules a module imports when it runs: at its top and inside functions, but
     not under ``if TYPE_CHECKING:`` (annotations only). Modules are named by their dotted path

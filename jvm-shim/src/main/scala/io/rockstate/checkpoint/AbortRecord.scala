@@ -1,6 +1,6 @@
 package io.rockstate.checkpoint
 
-import io.rockstate.storage.VersionManifest
+import io.rockstate.storage.format.VersionManifest
 
 /**
  * `<checkpointLocation>/rockstate/checkpoints/aborted/<version>.json`: why a checkpoint never

@@ -7,7 +7,7 @@ import org.apache.hadoop.conf.Configuration
 
 import org.apache.spark.internal.Logging
 
-import io.rockstate.storage.VersionManifest
+import io.rockstate.storage.format.VersionManifest
 
 /**
  * The driver's checkpoint coordinator (Flink's CheckpointCoordinator, with the first

@@ -3,7 +3,9 @@ package io.rockstate.checkpoint
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
-import io.rockstate.storage.{CheckpointReader, CorruptCheckpointException, FileKind, LocationWriter, StoreCheckpointDir, StoreListing}
+import io.rockstate.storage.format.{CorruptCheckpointException, FileKind}
+import io.rockstate.storage.location.{CheckpointReader, LocationWriter, StoreCheckpointDir,
+  StoreListing}
 
 /**
  * The completed checkpoints of one checkpoint location, on its file system. Every file is read

@@ -1,6 +1,7 @@
 package io.rockstate.checkpoint
 
-import io.rockstate.storage.{CheckpointJson, CheckpointPath, CorruptCheckpointException, VersionManifest}
+import io.rockstate.storage.format.{CheckpointJson, CheckpointPath, CorruptCheckpointException,
+  VersionManifest}
 
 /**
  * `<checkpointLocation>/rockstate/checkpoints/<version>/_metadata`, written once, atomically,

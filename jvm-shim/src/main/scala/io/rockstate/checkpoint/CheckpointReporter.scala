@@ -8,7 +8,9 @@ import org.apache.hadoop.fs.Path
 import org.apache.spark.api.plugin.PluginContext
 import org.apache.spark.internal.Logging
 
-import io.rockstate.storage.{RockstateConf, SnapshotListener, SnapshotManifest, VersionFile}
+import io.rockstate.storage.conf.RockstateConf
+import io.rockstate.storage.format.{SnapshotManifest, VersionFile}
+import io.rockstate.storage.snapshot.SnapshotListener
 
 /**
  * The executor's end of checkpoint reporting: acknowledgements and declines go to the driver

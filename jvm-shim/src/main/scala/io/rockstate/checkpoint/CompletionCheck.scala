@@ -3,7 +3,8 @@ package io.rockstate.checkpoint
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
-import io.rockstate.storage.{FileKind, SnapshotManifest, StoreListing, VersionFile, VersionManifest}
+import io.rockstate.storage.format.{FileKind, SnapshotManifest, VersionFile, VersionManifest}
+import io.rockstate.storage.location.StoreListing
 
 /**
  * What the checkpoint location says of a fully acknowledged checkpoint, read before its

@@ -7,7 +7,8 @@ import scala.jdk.CollectionConverters._
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
 
-import io.rockstate.storage.{CheckpointJson, CheckpointReader, CorruptCheckpointException, FileKind}
+import io.rockstate.storage.format.{CheckpointJson, CorruptCheckpointException, FileKind}
+import io.rockstate.storage.location.CheckpointReader
 
 /**
  * The store instances a query's checkpoint expects, from the operator metadata Spark writes

@@ -3,7 +3,7 @@ package io.rockstate.checkpoint
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
-import io.rockstate.storage.VersionManifest
+import io.rockstate.storage.format.VersionManifest
 
 /**
  * The state checkpoint ids Spark recorded in its commit log for one micro-batch (checkpoint

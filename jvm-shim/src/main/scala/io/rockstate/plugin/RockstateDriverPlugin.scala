@@ -99,7 +99,7 @@ object RockstateDriverPlugin {
   private[plugin] def record(ready: ExecutorReady): Unit = executors.put(ready.executorId, ready)
 
   private def json(value: AnyRef): String =
-    io.rockstate.storage.VersionManifest.mapper.writeValueAsString(value)
+    io.rockstate.storage.format.VersionManifest.mapper.writeValueAsString(value)
 
   /** The coordinator's view of a query run as JSON, "null" if it has heard nothing of it. */
   def checkpointsJson(runId: String): String = coordinator.flatMap(_.view(runId))

@@ -12,7 +12,8 @@ import org.apache.spark.api.plugin.{ExecutorPlugin, PluginContext}
 import org.apache.spark.internal.Logging
 
 import io.rockstate.checkpoint._
-import io.rockstate.storage.{ExecutorMemory, LocalRocksDB, RockstateConf}
+import io.rockstate.storage.conf.RockstateConf
+import io.rockstate.storage.local.{ExecutorMemory, LocalRocksDB}
 
 class RockstateExecutorPlugin extends ExecutorPlugin with Logging {
   private var poller: ScheduledExecutorService = _

@@ -3,7 +3,8 @@ package io.rockstate.plugin
 import com.codahale.metrics.{Gauge, MetricRegistry}
 
 import io.rockstate.checkpoint.CoordinatorStats
-import io.rockstate.storage.{ExecutorMemory, LocalStoreFiles, OpenInstances, SnapshotUploader}
+import io.rockstate.storage.local.{ExecutorMemory, LocalStoreFiles, OpenInstances}
+import io.rockstate.storage.snapshot.SnapshotUploader
 
 /**
  * rockstate's figures in Spark's metrics system: the plugin's registry is reported by every

@@ -2,7 +2,8 @@ package io.rockstate.spark
 
 import org.apache.spark.sql.execution.streaming.state.{StateStoreCustomMetric, StateStoreCustomSizeMetric, StateStoreCustomSumMetric, StateStoreCustomTimingMetric}
 
-import io.rockstate.storage.{BlockReads, CommitFigures, LoadStats}
+import io.rockstate.storage.local.BlockReads
+import io.rockstate.storage.{CommitFigures, LoadStats}
 
 /**
  * Custom state store metrics, summed over partitions by Spark and shown in

@@ -1,6 +1,7 @@
 package io.rockstate.spark
 
-import io.rockstate.storage.{LocalRocksDB, RowChecksum, RowChecksumMismatchException, RowChecksumSampler}
+import io.rockstate.storage.format.{RowChecksum, RowChecksumMismatchException}
+import io.rockstate.storage.local.{LocalRocksDB, RowChecksumSampler}
 
 /**
  * How one store seals and opens its values: with row checksums (`RowChecksum`, checked as

@@ -4,7 +4,7 @@ import org.apache.spark.{SparkException, SparkThrowable}
 import org.apache.spark.sql.execution.streaming.state.StateStoreId
 
 import io.rockstate.spark.line.SparkLine
-import io.rockstate.storage.{MissingVersionException, RowChecksumMismatchException}
+import io.rockstate.storage.format.{MissingVersionException, RowChecksumMismatchException}
 
 /**
  * Spark's error contract for state store providers, as its own RocksDB provider keeps it on

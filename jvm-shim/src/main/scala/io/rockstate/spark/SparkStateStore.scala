@@ -7,9 +7,8 @@ import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
 
 import io.rockstate.checkpoint.CheckpointReporter
-import io.rockstate.storage.{BlockReads, ThreadBlockReads}
 import io.rockstate.spark.line.SparkLine
-
+import io.rockstate.storage.local.{BlockReads, ThreadBlockReads}
 
 /**
  * One batch's view of a store: reads and writes of `version`, committed as `version + 1`.

@@ -13,6 +13,11 @@ import org.apache.spark.sql.types.StructType
 
 import io.rockstate.checkpoint.{CheckpointPins, StoreKey}
 import io.rockstate.storage._
+import io.rockstate.storage.conf.RockstateConf
+import io.rockstate.storage.format.Changelog
+import io.rockstate.storage.local.{IdleInstance, LocalStoreFiles, OpenInstances, RowChecksumSampler}
+import io.rockstate.storage.location.StoreCheckpointDir
+import io.rockstate.storage.retention.RetentionCleaner
 
 /**
  * rockstate's StateStoreProvider: one per (operator, partition, store name) on an executor.

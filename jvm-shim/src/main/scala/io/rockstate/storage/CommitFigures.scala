@@ -1,5 +1,7 @@
 package io.rockstate.storage
 
+import io.rockstate.storage.format.SnapshotStats
+
 /** What the last commit did, for the batch's metrics. */
 final case class CommitFigures(
     commitBytes: Long, // written to the checkpoint location on the task's path

@@ -1,5 +1,8 @@
 package io.rockstate.storage
 
+import io.rockstate.storage.format.CorruptCheckpointException
+import io.rockstate.storage.location.StoreCheckpointDir
+
 /**
  * The checks of a commit that outlived half the orphan grace (a paused task, a zombie): one
  * that began that long after its load checks before publishing, one that took that long

@@ -8,6 +8,16 @@ import org.apache.commons.io.FileUtils
 
 import org.apache.spark.internal.Logging
 
+import io.rockstate.storage.conf.RockstateConf
+import io.rockstate.storage.format.{ChangeRecord, Changelog, ChangelogRef, ColumnFamilyEntry,
+  CommitStats, SnapshotManifest, SnapshotRef, SnapshotStats, VersionFile, VersionManifest}
+import io.rockstate.storage.local.{Elapsed, LocalRocksDB, LocalStoreFiles}
+import io.rockstate.storage.location.StoreCheckpointDir
+import io.rockstate.storage.restore.{ChangeFeed, CheckpointFetch, NewerSnapshot, SnapshotRepair,
+  SnapshotRestore, UnreadableSnapshot}
+import io.rockstate.storage.snapshot.{AsyncSnapshots, ConfirmedFiles, SnapshotListener,
+  SyncSnapshots}
+
 /**
  * A store's RocksDB together with the version it holds.
  *

@@ -11,7 +11,8 @@ import org.apache.hadoop.conf.Configuration
 import org.scalatest.BeforeAndAfterEach
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.rockstate.storage.VersionManifest
+import io.rockstate.storage.format.{ChangelogRef, SnapshotManifest, SnapshotStats, StateFile,
+  VersionManifest}
 
 /** The coordinator driven directly: every acknowledgement class, timeouts, failures, retention. */
 class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach {

@@ -8,7 +8,7 @@ import java.nio.file.Files
 import org.apache.commons.io.FileUtils
 import org.apache.hadoop.conf.Configuration
 
-import io.rockstate.storage.{SnapshotManifest, SnapshotStats, StateFile, VersionManifest}
+import io.rockstate.storage.format.{SnapshotManifest, SnapshotStats, StateFile, VersionManifest}
 import io.rockstate.testing.CountingFileSystem
 
 /**

@@ -2,7 +2,7 @@ package io.rockstate.plugin
 
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.rockstate.storage.VersionManifest
+import io.rockstate.storage.format.VersionManifest
 
 /** What the driver plugin answers Python with is JSON, whatever the text in it. */
 class DriverRepliesSuite extends AnyFunSuite {

@@ -7,9 +7,6 @@ import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
-
-import io.rockstate.storage.RockstateConf
-
 /**
  * The Avro state encoding (`encodingFormat=avro`): rows are Spark's AvroStateEncoder bytes
  * with their schema id, and a row written under an older schema reads through it.

@@ -6,7 +6,7 @@ import org.apache.spark.SparkException
 import org.apache.spark.sql.execution.streaming.state._
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.rockstate.storage.CorruptCheckpointException
+import io.rockstate.storage.format.CorruptCheckpointException
 import io.rockstate.testing.{FaultInjectingFileSystem, FaultRule}
 
 /**

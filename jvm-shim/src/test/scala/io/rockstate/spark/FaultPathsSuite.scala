@@ -14,6 +14,10 @@ import org.apache.spark.sql.execution.streaming.state.StateStore
 
 import io.rockstate.state.RockstateStateStoreProvider
 import io.rockstate.storage._
+import io.rockstate.storage.conf.RockstateConf
+import io.rockstate.storage.format.{SnapshotManifest, SnapshotStats}
+import io.rockstate.storage.local.LocalStoreFiles
+import io.rockstate.storage.snapshot.{ConfirmedFiles, SnapshotJob}
 import io.rockstate.testing.{FaultInjectingFileSystem, FaultRule, StoreAudit}
 
 /**

@@ -16,6 +16,12 @@ import org.apache.spark.unsafe.types.UTF8String
 
 import io.rockstate.state.RockstateStateStoreProvider
 import io.rockstate.storage._
+import io.rockstate.storage.conf.RockstateConf
+import io.rockstate.storage.format.{Changelog, CorruptCheckpointException, MetaPack, StateFile,
+  VersionManifest}
+import io.rockstate.storage.local.{OpenInstances, ReadKeys}
+import io.rockstate.storage.location.StoreCheckpointDir
+import io.rockstate.storage.retention.RetentionCleaner
 import io.rockstate.testing.{StoreAudit, StoreAuditReport}
 
 /** The store driven directly, without a query: every version, family and encoding. */

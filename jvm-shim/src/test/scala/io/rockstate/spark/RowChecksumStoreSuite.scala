@@ -6,6 +6,8 @@ import org.apache.spark.SparkThrowable
 import org.apache.spark.sql.execution.streaming.state._
 
 import io.rockstate.storage._
+import io.rockstate.storage.conf.RockstateConf
+import io.rockstate.storage.format.{RowChecksum, RowChecksumMismatchException}
 
 /** Row checksums in a store: written, checked on read, kept by the store whatever the conf. */
 class RowChecksumStoreSuite extends AnyFunSuite with StoreTestKit {

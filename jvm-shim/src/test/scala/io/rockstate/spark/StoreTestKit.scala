@@ -15,10 +15,13 @@ import org.apache.spark.unsafe.types.UTF8String
 
 import io.rockstate.state.RockstateStateStoreProvider
 import io.rockstate.storage._
+import io.rockstate.storage.conf.RockstateConf
+import io.rockstate.storage.format.CorruptCheckpointException
+import io.rockstate.storage.location.StoreCheckpointDir
+import io.rockstate.storage.snapshot.SnapshotUploader
 
 /** Stores of one (operator 0, partition 0) driven directly, without a query. */
 trait StoreTestKit extends BeforeAndAfterEach { this: Suite =>
-
 
   protected val keySchema = StructType(Seq(StructField("k", StringType), StructField("n", IntegerType)))
   protected val valueSchema = StructType(Seq(StructField("v", LongType)))

@@ -11,6 +11,11 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.scalatest.funsuite.AnyFunSuite
 
+import io.rockstate.storage.conf.RockstateConf
+import io.rockstate.storage.format.{RowChecksum, VersionManifest}
+import io.rockstate.storage.local.LocalStoreFiles
+import io.rockstate.storage.location.StoreCheckpointDir
+
 /**
  * The golden fixtures of every checkpoint format rockstate ever wrote
  * (`tests/fixtures/checkpoint-format/v<N>`, see tests/fixtures/generate.py): each version of

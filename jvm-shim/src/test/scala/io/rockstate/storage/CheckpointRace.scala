@@ -9,6 +9,8 @@ import scala.util.{Random, Using}
 import org.apache.commons.io.FileUtils
 import org.rocksdb._
 
+import io.rockstate.storage.local.{Elapsed, HardLinkCheckpoint}
+
 /**
  * Races a checkpoint of a flushed, WAL-off RocksDB against the close of an iterator that
  * holds the last reference to the memtable the flush replaced: a task's iterator closing

@@ -1,5 +1,7 @@
 package io.rockstate.storage
 
+import io.rockstate.storage.format.Changelog
+
 /** A replay target that counts the records applied and keeps nothing. */
 final class CountingTarget extends Changelog.Target {
   var records = 0L

@@ -8,6 +8,9 @@ import org.apache.commons.io.FileUtils
 import org.rocksdb._
 import org.scalatest.funsuite.AnyFunSuite
 
+import io.rockstate.storage.conf.RockstateConf
+import io.rockstate.storage.local.{ExecutorMemory, LocalRocksDB}
+
 /** The block cache every store of an executor shares. */
 class ExecutorMemorySuite extends AnyFunSuite {
   private val mb = 1024L * 1024

@@ -9,6 +9,8 @@ import org.apache.commons.io.FileUtils
 import org.rocksdb.{FlushOptions, Options, RocksDB}
 import org.scalatest.funsuite.AnyFunSuite
 
+import io.rockstate.storage.local.HardLinkCheckpoint
+
 /** The snapshot's local checkpoint: a store's live files, hard-linked without RocksDB's. */
 class HardLinkCheckpointSuite extends AnyFunSuite {
 

@@ -9,6 +9,9 @@ import scala.util.Using
 import org.rocksdb.{BlockBasedTableConfig, BloomFilter, CompressionType, FlushOptions, LRUCache,
   Options, ReadOptions, RocksDB, WriteOptions}
 
+import io.rockstate.storage.conf.RockstateConf
+import io.rockstate.storage.local.LocalRocksDB
+
 /**
  * A streaming aggregation's first batch, on RocksDB alone: `--stores` stores (one thread each,
  * as tasks run) each take `--keys` new keys, read first (Spark's restore: every key absent),

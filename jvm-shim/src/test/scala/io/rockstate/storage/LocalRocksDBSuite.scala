@@ -5,6 +5,9 @@ import java.nio.file.Files
 import org.apache.commons.io.FileUtils
 import org.scalatest.funsuite.AnyFunSuite
 
+import io.rockstate.storage.conf.RockstateConf
+import io.rockstate.storage.local.LocalRocksDB
+
 /** One RocksDB instance under the executor's shared memory. */
 class LocalRocksDBSuite extends AnyFunSuite {
 

@@ -2,6 +2,8 @@ package io.rockstate.storage
 
 import org.scalatest.funsuite.AnyFunSuite
 
+import io.rockstate.storage.local.{IdleInstance, OpenInstances}
+
 class OpenInstancesSuite extends AnyFunSuite {
 
   /** An instance that closes when asked unless `held`; records the order it closed in. */

@@ -23,6 +23,8 @@ import org.scalatest.funsuite.AnyFunSuite
 import org.scalatestplus.scalacheck.ScalaCheckDrivenPropertyChecks
 
 import io.rockstate.checkpoint.{CheckpointMetadata, ExpectedStores}
+import io.rockstate.storage.format.{Changelog, CheckpointPath, CorruptCheckpointException, MetaPack,
+  MetaPackRef, VersionFile, VersionManifest}
 
 /**
  * Property-based fuzzing of the JVM's checkpoint parsers, the twin of

@@ -1,5 +1,7 @@
 package io.rockstate.storage
 
+import io.rockstate.storage.local.ReadKeys
+
 /**
  * The table of a batch's reads alone (`ReadKeys`, no RocksDB): each round notes `--keys` keys
  * of 33 bytes (a string key's UnsafeRow) as read, then checks and marks them written in

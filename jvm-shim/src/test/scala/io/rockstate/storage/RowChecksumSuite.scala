@@ -4,6 +4,10 @@ import scala.util.Random
 
 import org.scalatest.funsuite.AnyFunSuite
 
+import io.rockstate.storage.format.{CorruptCheckpointException, RowChecksum,
+  RowChecksumMismatchException}
+import io.rockstate.storage.local.RowChecksumSampler
+
 /** The per-row checksum layout (`RowChecksum`), byte by byte, and its sampler. */
 class RowChecksumSuite extends AnyFunSuite {
   private val delimiter: Byte = ','

@@ -11,6 +11,13 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import com.fasterxml.jackson.databind.node.ObjectNode
 
+import io.rockstate.storage.conf.RockstateConf
+import io.rockstate.storage.format.{CorruptCheckpointException, RemoteFile, SnapshotManifest,
+  VersionManifest}
+import io.rockstate.storage.local.{LocalStoreFiles, SstPacks}
+import io.rockstate.storage.location.StoreCheckpointDir
+import io.rockstate.storage.restore.CheckpointFetch
+
 /** Snapshots whose small SSTs share one object (`SstPacks`, format 5). */
 class SstPacksSuite extends AnyFunSuite {
 

@@ -12,6 +12,12 @@ import scala.util.Try
 
 import org.apache.commons.io.FileUtils
 
+import io.rockstate.storage.conf.RockstateConf
+import io.rockstate.storage.local.{ExecutorMemory, IdleInstance, LocalRocksDB, LocalStoreFiles,
+  OpenInstances}
+import io.rockstate.storage.location.StoreCheckpointDir
+import io.rockstate.storage.snapshot.SnapshotUploader
+
 /**
  * The native memory `--stores` RocksDB stores hold in one executor JVM, as rockstate opens them
  * (the shared block cache, memtables charged to it through the write buffer manager), against

@@ -6,6 +6,9 @@ import java.nio.file.Files
 import org.apache.commons.io.FileUtils
 import org.scalatest.funsuite.AnyFunSuite
 
+import io.rockstate.storage.conf.RockstateConf
+import io.rockstate.storage.local.{BlockReads, LocalRocksDB, ThreadBlockReads}
+
 /** Block reads counted per thread by RocksDB and charged to the commits of a task's stores. */
 class ThreadBlockReadsSuite extends AnyFunSuite {
   private val conf = RockstateConf.from(Map.empty, 2)

@@ -20,6 +20,13 @@ import org.apache.hadoop.fs.Path
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.rockstate.checkpoint.{CheckpointFiles, CheckpointMetadata, ExpectedStores}
+import io.rockstate.storage.conf.RockstateConf
+import io.rockstate.storage.format.{Changelog, CheckpointJson, CheckpointPath,
+  CorruptCheckpointException, DecompressionBound, FileKind, MetaPack, MetaPackRef, VersionFile,
+  VersionManifest}
+import io.rockstate.storage.local.LocalStoreFiles
+import io.rockstate.storage.location.{CheckpointReader, StoreCheckpointDir}
+import io.rockstate.storage.retention.RetentionCleaner
 
 /**
  * Checkpoint files are untrusted input (docs/guarantees.md, "Trust model"): the shared rules

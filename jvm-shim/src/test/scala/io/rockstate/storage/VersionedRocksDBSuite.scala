@@ -13,6 +13,12 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.scalatest.funsuite.AnyFunSuite
 
+import io.rockstate.storage.conf.RockstateConf
+import io.rockstate.storage.local.{ExecutorMemory, LocalCheckpointPool, LocalRocksDB,
+  LocalStoreFiles}
+import io.rockstate.storage.location.StoreCheckpointDir
+import io.rockstate.storage.restore.NewerSnapshot
+
 /** A store's versions over one local RocksDB: what a commit does beyond writing its files. */
 class VersionedRocksDBSuite extends AnyFunSuite {
 

@@ -128,7 +128,7 @@ object FaultInjectingFileSystem {
     case Some(f) if f.isFile =>
       val stamp = f.lastModified() ^ f.length()
       if (plan._1 != stamp) synchronized {
-        val tree: JsonNode = io.rockstate.storage.VersionManifest.mapper.readTree(
+        val tree: JsonNode = io.rockstate.storage.format.VersionManifest.mapper.readTree(
           new String(Files.readAllBytes(f.toPath), StandardCharsets.UTF_8))
         val rules = tree.path("rules").elements().asScala.map { r =>
           FaultRule(r.path("op").asText(), r.path("pathRegex").asText(), r.path("when")

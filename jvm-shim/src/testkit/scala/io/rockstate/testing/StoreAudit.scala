@@ -9,6 +9,11 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
 import io.rockstate.storage._
+import io.rockstate.storage.conf.RockstateConf
+import io.rockstate.storage.format.{CorruptCheckpointException, VersionEntry, VersionManifest}
+import io.rockstate.storage.local.LocalStoreFiles
+import io.rockstate.storage.location.StoreCheckpointDir
+import io.rockstate.storage.snapshot.SnapshotUploader
 
 /**
  * Checks a store's directory against the format's rules: every data file is referenced by a

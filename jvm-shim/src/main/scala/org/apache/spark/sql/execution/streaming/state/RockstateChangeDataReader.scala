@@ -4,7 +4,7 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.util.NextIterator
 
 import io.rockstate.spark.ChangeRow
-import io.rockstate.storage.Changelog
+import io.rockstate.storage.format.Changelog
 
 /**
  * rockstate's state change feed as Spark's change data reader hands it out (Spark's iterator

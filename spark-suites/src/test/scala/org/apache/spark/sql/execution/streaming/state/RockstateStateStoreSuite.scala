@@ -17,7 +17,7 @@ import org.apache.spark.sql.test.SharedSparkSession
 import org.apache.spark.sql.types.StructType
 
 import io.rockstate.state.RockstateStateStoreProvider
-import io.rockstate.storage.StoreCheckpointDir
+import io.rockstate.storage.location.StoreCheckpointDir
 
 /**
  * Spark's provider-generic state store suite (`StateStoreSuiteBase`, from Spark's own `tests`

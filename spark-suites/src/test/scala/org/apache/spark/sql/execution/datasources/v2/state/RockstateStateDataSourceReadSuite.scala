@@ -4,7 +4,7 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreProvider
 import org.apache.spark.sql.internal.SQLConf
 
 import io.rockstate.state.RockstateStateStoreProvider
-import io.rockstate.storage.RockstateConf
+import io.rockstate.storage.conf.RockstateConf
 
 /**
  * Spark's `statestore` data source suite (`StateDataSourceReadSuite`, unmodified) over state

@@ -1,4 +1,0 @@
-package io.rockstate.storage
-
-/** A column family of a store and the id its keys are prefixed with. */
-final case class ColumnFamilyEntry(name: String, id: Int)

@@ -1,6 +1,0 @@
-package io.rockstate.storage
-
-/** Milliseconds since a `System.nanoTime()` reading: the storage layer's timings. */
-private[storage] object Elapsed {
-  def sinceMs(nanos: Long): Long = (System.nanoTime() - nanos) / 1000000
-}

@@ -1,4 +1,0 @@
-package io.rockstate.storage
-
-/** A snapshot's small RocksDB files (`MetaPack`), inline in its manifest: base64, checked. */
-final case class MetaPackRef(size: Long, crc32: Long, data: String)

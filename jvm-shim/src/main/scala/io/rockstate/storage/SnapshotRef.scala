@@ -1,4 +1,0 @@
-package io.rockstate.storage
-
-/** The snapshot a version is rebuilt from; `path` names its snapshot manifest. */
-final case class SnapshotRef(version: Long, path: String)
