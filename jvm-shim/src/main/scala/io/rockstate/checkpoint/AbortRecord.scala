@@ -1,6 +1,6 @@
 package io.rockstate.checkpoint
 
-import io.rockstate.storage.format.VersionManifest
+import io.rockstate.storage.format.{CheckpointJson, StateVersion, VersionManifest}
 
 /**
  * `<checkpointLocation>/rockstate/checkpoints/aborted/<version>.json`: why a checkpoint never
@@ -28,9 +28,9 @@ object AbortRecord {
 
   def of(c: AbortedCheckpoint, queryId: String, runId: String,
       triggeredAtMs: Long): AbortRecord =
-    AbortRecord(FormatVersion, c.version, c.version - 1, queryId, runId, c.reason,
+    AbortRecord(FormatVersion, c.version, StateVersion.batchOf(c.version), queryId, runId, c.reason,
       c.countsAsFailure, triggeredAtMs, c.abortedAtMs, c.acknowledged, c.expected,
       VersionManifest.Writer)
 
-  def toJson(r: AbortRecord): Array[Byte] = VersionManifest.toJson(r)
+  def toJson(r: AbortRecord): Array[Byte] = CheckpointJson.pretty(r)
 }

@@ -7,7 +7,7 @@ import org.apache.hadoop.conf.Configuration
 
 import org.apache.spark.internal.Logging
 
-import io.rockstate.storage.format.VersionManifest
+import io.rockstate.storage.format.{CheckpointJson, StateVersion}
 
 /**
  * The driver's checkpoint coordinator (Flink's CheckpointCoordinator, with the first
@@ -117,7 +117,8 @@ final class CheckpointCoordinator(
         p =>
           val missing = p.missing
           val why = if (missing.isEmpty) {
-            s"every store acknowledged but Spark did not commit batch ${p.version - 1} (the " +
+            s"every store acknowledged but Spark did not commit batch " +
+              s"${StateVersion.batchOf(p.version)} (the " +
               "batch failed or was stopped)"
           } else {
             s"${missing.size} of ${p.expected.size} stores not acknowledged " +
@@ -241,7 +242,7 @@ final class CheckpointCoordinator(
     // Only the run holding the location checkpoints it: a displaced run's completion would
     // apply its stale retention to the live run's checkpoints.
     if (run.failure.isDefined || !holdsRoot(run)) Left(AckResult.Discarded)
-    else if (version <= 0 || version % interval != 0) Left(AckResult.Unknown)
+    else if (!StateVersion.isCheckpoint(version, interval)) Left(AckResult.Unknown)
     else if (run.aborted.contains(version) || version <= run.latestCompleted) {
       Left(AckResult.Discarded)
     } else run.pending.get(version) match {
@@ -377,5 +378,5 @@ object CheckpointCoordinator {
   private val MaxEarlyAcks = 10000
   private val CheckThreads = 64
 
-  def json(value: AnyRef): String = new String(VersionManifest.toJson(value), "UTF-8")
+  def json(value: AnyRef): String = new String(CheckpointJson.pretty(value), "UTF-8")
 }

@@ -1,7 +1,7 @@
 package io.rockstate.checkpoint
 
 import io.rockstate.storage.format.{CheckpointJson, CheckpointPath, CorruptCheckpointException,
-  VersionManifest}
+  StateVersion, VersionManifest}
 
 /**
  * `<checkpointLocation>/rockstate/checkpoints/<version>/_metadata`, written once, atomically,
@@ -9,7 +9,7 @@ import io.rockstate.storage.format.{CheckpointJson, CheckpointPath, CorruptCheck
  */
 final case class CheckpointMetadata(
     formatVersion: Int,
-    version: Long, // the state version; the micro-batch is version - 1
+    version: Long, // the state version (`StateVersion`)
     batchId: Long,
     queryId: String,
     runId: String,
@@ -27,15 +27,15 @@ object CheckpointMetadata {
     val stores = acks.map(AcknowledgedStore.of)
       .sortBy(s => (s.operatorId, s.storeName, s.partitionId))
     val f = stores.map(_.figures)
-    CheckpointMetadata(FormatVersion, version, version - 1, queryId, runId, triggeredAtMs,
-      completedAtMs, stores,
+    CheckpointMetadata(FormatVersion, version, StateVersion.batchOf(version), queryId, runId,
+      triggeredAtMs, completedAtMs, stores,
       CheckpointTotals(stores.size, f.map(_.stateBytes).sum, f.map(_.numKeys).sum,
         f.map(_.bytesUploaded).sum, f.map(_.bytesReused).sum,
         (0L +: f.map(_.syncMs)).max, (0L +: f.map(_.asyncMs)).max),
       VersionManifest.Writer)
   }
 
-  def toJson(m: CheckpointMetadata): Array[Byte] = VersionManifest.toJson(m)
+  def toJson(m: CheckpointMetadata): Array[Byte] = CheckpointJson.pretty(m)
 
   /**
    * Parses a completed checkpoint's `_metadata` (untrusted: `CheckpointJson`); anything but a

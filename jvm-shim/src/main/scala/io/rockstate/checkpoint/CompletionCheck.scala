@@ -3,7 +3,8 @@ package io.rockstate.checkpoint
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
-import io.rockstate.storage.format.{FileKind, SnapshotManifest, VersionFile, VersionManifest}
+import io.rockstate.storage.format.{FileKind, SnapshotManifest, StateVersion, VersionFile,
+  VersionManifest}
 import io.rockstate.storage.location.StoreListing
 
 /**
@@ -38,10 +39,10 @@ object CompletionCheck {
    */
   def of(files: CheckpointFiles, p: PendingCheckpoint,
       pool: java.util.concurrent.ExecutorService): CompletionCheck = try {
-    if (!files.batchCommitted(p.version - 1)) BatchNotCommitted
+    if (!files.batchCommitted(StateVersion.batchOf(p.version))) BatchNotCommitted
     else {
       val keys = p.expected.toSeq.sortBy(k => (k.operatorId, k.storeName, k.partitionId))
-      val recorded = files.recordedStateIds(p.version - 1)
+      val recorded = files.recordedStateIds(StateVersion.batchOf(p.version))
       val tasks = keys.map(k => new java.util.concurrent.Callable[StoreCheck] {
         def call(): StoreCheck = checkStore(files, p, k, recorded.flatMap(_.of(k)))
       })

@@ -3,7 +3,7 @@ package io.rockstate.checkpoint
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
-import io.rockstate.storage.format.VersionManifest
+import io.rockstate.storage.format.CheckpointJson
 
 /**
  * The state checkpoint ids Spark recorded in its commit log for one micro-batch (checkpoint
@@ -37,7 +37,7 @@ object RecordedStateIds {
     val lines = new String(bytes, "UTF-8").split("\n")
     if (lines.length < 2) None
     else {
-      val node = VersionManifest.mapper.readTree(lines(1)).path("stateUniqueIds")
+      val node = CheckpointJson.mapper.readTree(lines(1)).path("stateUniqueIds")
       if (!node.isObject) None
       else {
         val ids = node.fields().asScala.flatMap { op =>

@@ -13,6 +13,7 @@ import org.apache.spark.scheduler.{SparkListener, SparkListenerEvent, SparkListe
 import org.apache.spark.sql.streaming.StreamingQueryListener.QueryStartedEvent
 
 import io.rockstate.checkpoint._
+import io.rockstate.storage.format.CheckpointJson
 
 class RockstateDriverPlugin extends DriverPlugin with Logging {
   private val TimeoutTickMs = 250L
@@ -99,7 +100,7 @@ object RockstateDriverPlugin {
   private[plugin] def record(ready: ExecutorReady): Unit = executors.put(ready.executorId, ready)
 
   private def json(value: AnyRef): String =
-    io.rockstate.storage.format.VersionManifest.mapper.writeValueAsString(value)
+    CheckpointJson.mapper.writeValueAsString(value)
 
   /** The coordinator's view of a query run as JSON, "null" if it has heard nothing of it. */
   def checkpointsJson(runId: String): String = coordinator.flatMap(_.view(runId))

@@ -14,7 +14,7 @@ import org.apache.spark.sql.types.StructType
 import io.rockstate.checkpoint.{CheckpointPins, StoreKey}
 import io.rockstate.storage._
 import io.rockstate.storage.conf.RockstateConf
-import io.rockstate.storage.format.Changelog
+import io.rockstate.storage.format.{Changelog, StateVersion}
 import io.rockstate.storage.local.{IdleInstance, LocalStoreFiles, OpenInstances, RowChecksumSampler}
 import io.rockstate.storage.location.StoreCheckpointDir
 import io.rockstate.storage.retention.RetentionCleaner
@@ -151,7 +151,7 @@ abstract class SparkStateStoreProvider extends StateStoreProvider with IdleInsta
       .flatMap { r =>
         val c = codecFor(name, r.familyId, "reading the change feed", Some(setup.defaultFamily),
           r.rowChecksums)
-        val batch = r.version - 1
+        val batch = StateVersion.batchOf(r.version)
         r.op match {
           case Changelog.Put =>
             Iterator.single(ChangeRow(r.op, c.decodeStoredKey(r.key),

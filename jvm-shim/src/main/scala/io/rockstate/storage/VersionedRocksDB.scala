@@ -65,10 +65,8 @@ final class VersionedRocksDB(
   @volatile private var closedStateBytes = 0L
   private var loaded: Long = -1L
   private var dirty = false
-  // The loaded version's lineage: `base` (None: empty state) plus the replay of `chain`.
-  private var base: Option[SnapshotRef] = None
-  private var baseStateId: String = EmptyState
-  private var chain: Vector[ChangelogRef] = Vector.empty
+  // The loaded version's lineage; only `swap` assigns it.
+  private var lineage: Lineage = Lineage.Empty
   private var keys: Long = 0L
   private var families: Map[String, Int] = DefaultFamilies
   // The family table of the last loaded or committed version: a commit that changes it is
@@ -105,7 +103,9 @@ final class VersionedRocksDB(
     families.toSeq.sortBy(_._2).map { case (n, i) => ColumnFamilyEntry(n, i) }
 
   /** The version's identity: the path of its changelog (unique per commit attempt). */
-  private def stateId: String = chain.lastOption.map(_.path).getOrElse(baseStateId)
+  private def stateId: String = lineage.stateId
+
+  private def swap(next: Lineage): Unit = lineage = next
 
   // A match, not `getOrElse`: this runs several times for every row a task writes.
   def rocksDB: LocalRocksDB = db match {
@@ -244,7 +244,9 @@ final class VersionedRocksDB(
   private def stateIdAt(m: VersionManifest, v: Long): String =
     m.changelogs.find(_.version == v).map(_.path).getOrElse {
       if (m.snapshot.isEmpty && m.changelogs.headOption.forall(_.version == v + 1)) EmptyState
-      else if (m.snapshot.exists(_.version == v) && m.snapshot == base) baseStateId
+      else if (m.snapshot.exists(_.version == v) && m.snapshot == lineage.base) {
+        lineage.baseStateId
+      }
       else "unknown"
     }
 
@@ -270,14 +272,10 @@ final class VersionedRocksDB(
     manifest match {
       case Some(m) =>
         m.changelogs.foreach(restore.replay(_, fetched, rocksDB))
-        base = m.snapshot
-        baseStateId = restored.stateId
-        adoptLineage(m)
+        adoptLineage(m, Some(restored.stateId))
         m.changelogs.size
       case None =>
-        base = None
-        baseStateId = EmptyState
-        chain = Vector.empty
+        swap(Lineage.Empty)
         keys = 0
         families = DefaultFamilies
         familiesAtLoad = families
@@ -286,12 +284,16 @@ final class VersionedRocksDB(
     }
   }
 
-  private def adoptLineage(m: VersionManifest): Unit = {
-    if (m.snapshot != base) {
-      base = m.snapshot
-      baseStateId = restore.stateIdOf(m.snapshot, s"version ${m.version}")
+  /**
+   * Makes `m`'s lineage the loaded one; its base's state id is `baseStateId` when known (just
+   * restored), the loaded one's when the base is the same, else read from its manifest.
+   */
+  private def adoptLineage(m: VersionManifest, baseStateId: Option[String] = None): Unit = {
+    val id = baseStateId.getOrElse {
+      if (m.snapshot == lineage.base) lineage.baseStateId
+      else restore.stateIdOf(m.snapshot, s"version ${m.version}")
     }
-    chain = m.changelogs.toVector
+    swap(Lineage.of(m, id))
     keys = m.numKeys
     families = m.columnFamilies.map(c => c.name -> c.id).toMap
     familiesAtLoad = families
@@ -393,8 +395,8 @@ final class VersionedRocksDB(
       rebase(version)
       // No confirmed snapshot for too long (uploads failing or hung): the chain stops here.
       // A changed family table is snapshotted too, where Spark's provider snapshots it.
-      val syncMs = if (chain.size + 1 > conf.maxChangelogChain) {
-        val length = chain.size
+      val syncMs = if (lineage.chain.size + 1 > conf.maxChangelogChain) {
+        val length = lineage.chain.size
         val ms = snapshotOnCommitPath(version, path, listener)
         logWarning(s"rockstate: $storeId had $length changelogs since its last " +
           s"confirmed snapshot (at most ${conf.maxChangelogChain}); version $version was " +
@@ -403,19 +405,16 @@ final class VersionedRocksDB(
       } else if (families != familiesAtLoad) {
         snapshotOnCommitPath(version, path, listener)
       } else 0L
-      if (late) lateChecks.beforePublish(version, lineageBefore(version))
+      if (late) lateChecks.beforePublish(version, lineage.pathsBefore(version))
       val header = manifestOf(version, log, Elapsed.sinceMs(start))
       VersionFile.write(header, log.file, versionFile)
       val (size, crc) = checkpointDir.publishVersion(versionFile, path)
       local.adopt(versionFile, path, crc)
       if (conf.outlivedGrace(Elapsed.sinceMs(start))) {
-        lateChecks.afterPublish(version, path, lineageBefore(version))
+        lateChecks.afterPublish(version, path, lineage.pathsBefore(version))
       }
-      // After a snapshot of this very version its changes are in the snapshot already.
-      if (base.forall(_.version < version)) {
-        chain :+= ChangelogRef(version, path, size, crc, log.records)
-      }
-      (header.copy(changelogs = chain), size, syncMs)
+      swap(lineage.extendedBy(ChangelogRef(version, path, size, crc, log.records)))
+      (header.copy(changelogs = lineage.chain), size, syncMs)
     } finally {
       log.file.delete()
       versionFile.delete()
@@ -425,17 +424,9 @@ final class VersionedRocksDB(
     loadedByCommit = true
     familiesAtLoad = families
     commitId = id
-    // Snapshots fall on the multiples of the interval in every partition, so that a version's
-    // snapshots make one checkpoint; a lineage that missed some catches up at twice the length.
-    // Spark forces a snapshot (forceSnapshotOnCommit) of a store its coordinator sees lagging.
-    // One that cannot begin because the previous upload is still running is not owed: that
-    // upload reports to Spark's coordinator when it lands, and a snapshot owed to the next
-    // commit would be uploading when a checkpoint version comes, which then has none. A load
-    // that repaired a damaged snapshot does owe one (`forceOwed`).
     val forced = forceSnapshot || forceOwed
-    val due = syncMs == 0 && (forced || conf.isCheckpointVersion(version) ||
-      chain.size >= 2 * conf.snapshotInterval)
-    val begun = due && startSnapshot(version, listener)
+    val begun = syncMs == 0 && snapshotDue(version, forced) && startSnapshot(version, listener)
+    // Only a repair's snapshot is owed until one begins (`snapshotDue` says why not Spark's).
     forceOwed = forceOwed && syncMs == 0 && !begun
     // A snapshot flushes (or flushed); otherwise the store is about to idle with the batch's
     // writes.
@@ -446,6 +437,19 @@ final class VersionedRocksDB(
     manifest
   }
 
+  /**
+   * Whether the version just committed snapshots: every checkpoint version (the same versions
+   * in every partition, so that their snapshots make one checkpoint), a lineage that missed
+   * some (at twice the interval's length), or a `forced` one: Spark's forceSnapshotOnCommit for
+   * a store its coordinator sees lagging, or a load that repaired a damaged snapshot. Spark's
+   * is not owed when the previous upload keeps it from beginning: that upload reports to
+   * Spark's coordinator when it lands, and one owed to the next commit could still be uploading
+   * when a checkpoint version comes, which would then have none.
+   */
+  private def snapshotDue(version: Long, forced: Boolean): Boolean =
+    forced || conf.isCheckpointVersion(version) ||
+      lineage.chain.size >= 2 * conf.snapshotInterval
+
   /** The version file's header: its lineage up to, not including, its own changes. */
   private def manifestOf(version: Long, log: Changelog.Writer, commitMs: Long) = VersionManifest(
     formatVersion = VersionManifest.FormatVersion,
@@ -454,16 +458,12 @@ final class VersionedRocksDB(
     numKeys = keys,
     useColumnFamilies = useColumnFamilies,
     columnFamilies = familyEntries,
-    snapshot = base,
-    changelogs = chain,
+    snapshot = lineage.base,
+    changelogs = lineage.chain,
     commit = Some(CommitStats(log.file.length, log.records, commitMs)),
     createdAtMs = System.currentTimeMillis(),
     writer = VersionManifest.Writer,
     rowChecksums = checksums)
-
-  /** The paths of the loaded lineage before `version`'s own changes (`LateCommitChecks`). */
-  private def lineageBefore(version: Long): Seq[String] =
-    base.map(_.path).toSeq ++ chain.filter(_.version < version).map(_.path)
 
   /**
    * Moves the lineage onto the newest confirmed snapshot that is a point of it, still in the
@@ -472,9 +472,7 @@ final class VersionedRocksDB(
    */
   private def rebase(version: Long): Unit = {
     val onLineage = snapshots.newest.filter { case (ref, refStateId) =>
-      base.forall(_.version < ref.version) &&
-        chain.exists(c => c.version == ref.version && c.path == refStateId) &&
-        conf.keepsSnapshotUntil(ref.version, version)
+      lineage.passesThrough(ref, refStateId) && conf.keepsSnapshotUntil(ref.version, version)
     }
     onLineage.find { case (ref, refStateId) =>
       val there = checkpointDir.exists(ref.path)
@@ -484,11 +482,7 @@ final class VersionedRocksDB(
         snapshots.forget((ref, refStateId))
       }
       there
-    }.foreach { case (ref, refStateId) =>
-      base = Some(ref)
-      baseStateId = refStateId
-      chain = chain.filter(_.version > ref.version)
-    }
+    }.foreach { case (ref, refStateId) => swap(lineage.rebasedOnto(ref, refStateId)) }
   }
 
   private def snapshotManifestOf(version: Long, syncMs: Long, stateId: String) = SnapshotManifest(
@@ -506,9 +500,7 @@ final class VersionedRocksDB(
     val start = System.nanoTime()
     val (m, path) = syncSnapshots.onCommitPath(rocksDB, snapshotManifestOf(version, 0L,
       versionPath), confirmedFiles, listener, start)
-    base = Some(SnapshotRef(version, path))
-    baseStateId = m.stateId
-    chain = Vector.empty
+    swap(Lineage.snapshot(SnapshotRef(version, path), m.stateId))
     math.max(1L, Elapsed.sinceMs(start))
   }
 
@@ -540,7 +532,7 @@ final class VersionedRocksDB(
    * is what a cleanup that started at `since` (`System.nanoTime`) found referenced.
    */
   def pruneCache(keep: Set[String], since: Long): Unit =
-    local.prune(keep ++ chain.map(_.path), since)
+    local.prune(keep ++ lineage.chain.map(_.path), since)
 
   /** Whether a RocksDB instance is open (none before the first load, after `closeIdle`). */
   def isOpen: Boolean = db.isDefined

@@ -11,8 +11,8 @@ import org.apache.hadoop.conf.Configuration
 import org.scalatest.BeforeAndAfterEach
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.rockstate.storage.format.{ChangelogRef, SnapshotManifest, SnapshotStats, StateFile,
-  VersionManifest}
+import io.rockstate.storage.format.{ChangelogRef, CheckpointJson, SnapshotManifest, SnapshotStats,
+  StateFile, VersionManifest}
 
 /** The coordinator driven directly: every acknowledgement class, timeouts, failures, retention. */
 class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach {
@@ -76,7 +76,7 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach {
       StateFile(f"$i%06d.sst", s"sst/$i-$version-$attempt.sst", 3, 0, "sst"))
     if (writeManifest) {
       sstFiles.foreach(f => write(s"${storeDir(k)}/${f.path}", "sst".getBytes(StandardCharsets.UTF_8)))
-      write(s"${storeDir(k)}/$manifest", VersionManifest.toJson(SnapshotManifest(2, version,
+      write(s"${storeDir(k)}/$manifest", CheckpointJson.pretty(SnapshotManifest(2, version,
         k.operatorId, k.partitionId, k.storeName, changelog, rows, false, Nil, sstFiles,
         SnapshotStats.Zero, now, "test")))
     }
@@ -86,7 +86,7 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach {
       new File(dir, s"${storeDir(k)}/$changelog")
         .setLastModified(1000000L + (if (landed) 1000L else 0L))
     } else if (landed) {
-      write(s"${storeDir(k)}/manifests/$version.json", VersionManifest.toJson(VersionManifest(2,
+      write(s"${storeDir(k)}/manifests/$version.json", CheckpointJson.pretty(VersionManifest(2,
         version, k.operatorId, k.partitionId, k.storeName, rows, false, Nil, None,
         Seq(ChangelogRef(version, changelog, 1, 0, 1)), None, now, "test")))
     }
@@ -420,7 +420,7 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach {
       .filterNot(_.endsWith(".crc")).sorted.toSeq
     val versions = (3 to AbortRecord.Kept + 2).map(i => s"${2 * i}.json")
     assert(recorded == versions.sorted)
-    val doc = VersionManifest.mapper.readTree(
+    val doc = CheckpointJson.mapper.readTree(
       new File(dir, s"rockstate/checkpoints/aborted/${2 * (AbortRecord.Kept + 2)}.json"))
     assert(doc.get("formatVersion").asInt == 1 && doc.get("countsAsFailure").asBoolean)
     assert(doc.get("reason").asText.contains("expired after 1000 ms"))

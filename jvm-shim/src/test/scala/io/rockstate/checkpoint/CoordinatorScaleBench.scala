@@ -8,7 +8,7 @@ import java.nio.file.Files
 import org.apache.commons.io.FileUtils
 import org.apache.hadoop.conf.Configuration
 
-import io.rockstate.storage.format.{SnapshotManifest, SnapshotStats, StateFile, VersionManifest}
+import io.rockstate.storage.format.{CheckpointJson, SnapshotManifest, SnapshotStats, StateFile}
 import io.rockstate.testing.CountingFileSystem
 
 /**
@@ -83,7 +83,7 @@ object CoordinatorScaleBench {
     val storeDir = s"state/0/${k.partitionId}"
     val ssts = (1 to files).map(i => StateFile(f"$i%06d.sst", s"sst/$i-$version.sst", 4, 0, "sst"))
     ssts.foreach(f => write(dir, s"$storeDir/${f.path}", "sst!".getBytes(StandardCharsets.UTF_8)))
-    write(dir, s"$storeDir/snapshots/$version-a.json", VersionManifest.toJson(SnapshotManifest(2,
+    write(dir, s"$storeDir/snapshots/$version-a.json", CheckpointJson.pretty(SnapshotManifest(2,
       version, k.operatorId, k.partitionId, k.storeName, s"versions/$version-a.rsv", 100,
       false, Nil, ssts, SnapshotStats.Zero, 0L, "bench")))
     write(dir, s"$storeDir/versions/$version-a.rsv", Array[Byte](1))

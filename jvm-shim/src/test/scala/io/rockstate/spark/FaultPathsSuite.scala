@@ -19,6 +19,7 @@ import io.rockstate.storage.format.{SnapshotManifest, SnapshotStats}
 import io.rockstate.storage.local.LocalStoreFiles
 import io.rockstate.storage.snapshot.{ConfirmedFiles, SnapshotJob}
 import io.rockstate.testing.{FaultInjectingFileSystem, FaultRule, StoreAudit}
+import io.rockstate.testing.StoreDirReads._
 
 /**
  * The paths where a partition's state could be lost or a version published wrong, each caused
@@ -49,8 +50,8 @@ class FaultPathsSuite extends AnyFunSuite with StoreTestKit {
     // lands nothing names it and it is older than every retained version; once the store
     // commits again elsewhere (batch 8 ran on another executor), a cleanup with no grace
     // deletes it. The instance that took it must not rebase onto it afterwards.
-    val conf = Map(RockstateConf.SnapshotInterval -> "3", RockstateConf.OrphanFileGraceMs -> "0")
-    val p = provider(extra = conf + (RockstateConf.TestUploadDelayMs -> "1500"))
+    val conf = Map(RockstateConf.SnapshotInterval.key -> "3", RockstateConf.OrphanFileGraceMs.key -> "0")
+    val p = provider(extra = conf + (RockstateConf.TestUploadDelayMs.key -> "1500"))
     (1 to 7).foreach(v => commitVersions(p, v to v)((_, s) => rows(v)(v, s)))
     assert(p.db.awaitUploads(60000))
     assert(remote().listSnapshots().map(_._2) == Seq(3L))
@@ -66,7 +67,7 @@ class FaultPathsSuite extends AnyFunSuite with StoreTestKit {
   }
 
   test("1. a snapshot never reuses files whose owner manifest cleanup deleted meanwhile") {
-    val p = provider(extra = Map(RockstateConf.SnapshotInterval -> "1"))
+    val p = provider(extra = Map(RockstateConf.SnapshotInterval.key -> "1"))
     commitVersions(p, 1 to 1)(rows(1))
     awaitSnapshot(1)
     assert(p.db.awaitUploads(60000))
@@ -76,7 +77,7 @@ class FaultPathsSuite extends AnyFunSuite with StoreTestKit {
     assert(shared.nonEmpty)
     // Snapshot 2 reuses snapshot 1's SSTs; while it uploads its own files (slowly), cleanup
     // on another executor drops snapshot 1 and deletes its files.
-    val slowConf = p.conf.copy(testUploadDelayMs = 700)
+    val slowConf = p.conf.updated(RockstateConf.TestUploadDelayMs, "700")
     val cleaner = new Thread(() => {
       Thread.sleep(300)
       dir.delete(owner)
@@ -101,8 +102,8 @@ class FaultPathsSuite extends AnyFunSuite with StoreTestKit {
   }
 
   test("2. a version committed twice is read again by cleanup: the landed attempt's files stay") {
-    val grace = Map(RockstateConf.OrphanFileGraceMs -> "1000",
-      RockstateConf.SnapshotInterval -> "100")
+    val grace = Map(RockstateConf.OrphanFileGraceMs.key -> "1000",
+      RockstateConf.SnapshotInterval.key -> "100")
     val p = provider(extra = grace)
     commitVersions(p, 1 to 2)((v, s) => rows(v)(v, s))
     p.doCleanupMaintenance() // registers version 2 as the first attempt wrote it
@@ -122,7 +123,7 @@ class FaultPathsSuite extends AnyFunSuite with StoreTestKit {
   }
 
   test("3. a second attempt of a partition waits for the first; it never shares the instance") {
-    val p = provider(extra = Map(RockstateConf.LockAcquireTimeoutMs -> "20000"))
+    val p = provider(extra = Map(RockstateConf.LockAcquireTimeoutMs.key -> "20000"))
     commitVersions(p, 1 to 1)(rows(1))
     val events = mutable.Buffer.empty[String]
     val holding = new CountDownLatch(1)
@@ -146,7 +147,7 @@ class FaultPathsSuite extends AnyFunSuite with StoreTestKit {
     assert(contents(provider(executor = 1).getReadStore(2)) ==
       expectedRows(1 to 1) + (("second", 2) -> 3L))
     // An attempt that cannot get it in time fails clearly.
-    val quick = provider(executor = 2, extra = Map(RockstateConf.LockAcquireTimeoutMs -> "200"))
+    val quick = provider(executor = 2, extra = Map(RockstateConf.LockAcquireTimeoutMs.key -> "200"))
     val held = new CountDownLatch(1)
     val done = new CountDownLatch(1)
     val holder = new Thread(() => {
@@ -165,7 +166,7 @@ class FaultPathsSuite extends AnyFunSuite with StoreTestKit {
   }
 
   test("3. closing a provider (Spark's unload) waits for the task attempt that holds it") {
-    val p = provider(extra = Map(RockstateConf.LockAcquireTimeoutMs -> "20000"))
+    val p = provider(extra = Map(RockstateConf.LockAcquireTimeoutMs.key -> "20000"))
     val read = closedUnderATask(p) { closer =>
       closer.join(1000) // a close that does not wait has ended by now
       assert(closer.isAlive, "the close did not wait for the attempt holding the store")
@@ -175,7 +176,7 @@ class FaultPathsSuite extends AnyFunSuite with StoreTestKit {
   }
 
   test("3. a close that times out waiting leaves the store open until its holder's release") {
-    val p = provider(extra = Map(RockstateConf.LockAcquireTimeoutMs -> "300"))
+    val p = provider(extra = Map(RockstateConf.LockAcquireTimeoutMs.key -> "300"))
     val read = closedUnderATask(p) { closer =>
       closer.join(30000)
       assert(!closer.isAlive)
@@ -225,8 +226,8 @@ class FaultPathsSuite extends AnyFunSuite with StoreTestKit {
     // This executor sees every modification time an hour old (its clock an hour ahead). The
     // orphan rule compares storage times with storage times, so it is not fooled.
     FaultInjectingFileSystem.setSkewMs(-3600000L)
-    val p = provider(scheme = "rsfault", extra = Map(RockstateConf.SnapshotInterval -> "2",
-      RockstateConf.TestUploadDelayMs -> "400"))
+    val p = provider(scheme = "rsfault", extra = Map(RockstateConf.SnapshotInterval.key -> "2",
+      RockstateConf.TestUploadDelayMs.key -> "400"))
     commitVersions(p, 1 to 2)((v, s) => rows(v)(v, s)) // snapshot 2 uploads, 0.4 s a file
     Thread.sleep(600) // some of its files are up, its manifest is not
     p.doCleanupMaintenance()
@@ -244,8 +245,8 @@ class FaultPathsSuite extends AnyFunSuite with StoreTestKit {
    * 5 (`beforeEach` ms apart) and cleans up. Returns how the zombie's commit ended.
    */
   private def pausedZombie(when: String, beforeEach: Long): Option[Throwable] = {
-    val grace = Map(RockstateConf.OrphanFileGraceMs -> "1000",
-      RockstateConf.SnapshotInterval -> "100")
+    val grace = Map(RockstateConf.OrphanFileGraceMs.key -> "1000",
+      RockstateConf.SnapshotInterval.key -> "100")
     val zombie = provider(scheme = "rsfault", extra = grace)
     commitVersions(zombie, 1 to 2)((v, s) => rows(v)(v, s))
     FaultInjectingFileSystem.setRules(Seq(FaultRule("rename", "/versions/3-[^/]*\\.rsv$",
@@ -289,8 +290,8 @@ class FaultPathsSuite extends AnyFunSuite with StoreTestKit {
   }
 
   test("5. a hung upload is abandoned, counted failed, and the changelog chain stays bounded") {
-    val p = provider(extra = Map(RockstateConf.SnapshotInterval -> "2",
-      RockstateConf.TestUploadDelayMs -> "2500", RockstateConf.SnapshotUploadTimeoutMs -> "300"))
+    val p = provider(extra = Map(RockstateConf.SnapshotInterval.key -> "2",
+      RockstateConf.TestUploadDelayMs.key -> "2500", RockstateConf.SnapshotUploadTimeoutMs.key -> "300"))
     var failed = 0L
     (1 to 9).foreach { v =>
       if (v > 2) Thread.sleep(350) // past the timeout of the upload under way
@@ -305,7 +306,7 @@ class FaultPathsSuite extends AnyFunSuite with StoreTestKit {
   }
 
   test("8. with local recovery off, closing one instance leaves another's files alone") {
-    val off = Map(RockstateConf.LocalRecovery -> "false", RockstateConf.SnapshotInterval -> "2")
+    val off = Map(RockstateConf.LocalRecovery.key -> "false", RockstateConf.SnapshotInterval.key -> "2")
     val a = provider(extra = off)
     commitVersions(a, 1 to 2)((v, s) => rows(v)(v, s))
     assert(a.db.awaitUploads(60000))
@@ -331,7 +332,7 @@ class FaultPathsSuite extends AnyFunSuite with StoreTestKit {
   }
 
   test("8. closed stores' local caches are evicted beyond localCacheMaxMB") {
-    val bounded = Map(RockstateConf.LocalCacheMaxMB -> "1", RockstateConf.ChangelogCompression ->
+    val bounded = Map(RockstateConf.LocalCacheMaxMB.key -> "1", RockstateConf.ChangelogCompression.key ->
       "none")
     val stores = (1 to 3).map { i =>
       val p = provider(extra = bounded, checkpoint = new File(root, s"q$i"))
@@ -379,7 +380,7 @@ class FaultPathsSuite extends AnyFunSuite with StoreTestKit {
   }
 
   test("9. a cached file damaged on disk is downloaded again, never replayed") {
-    val none = Map(RockstateConf.ChangelogCompression -> "none")
+    val none = Map(RockstateConf.ChangelogCompression.key -> "none")
     val p = provider(extra = none)
     commitVersions(p, 1 to 2)((v, s) => rows(v)(v, s))
     val reader = provider(executor = 1, extra = none)
@@ -403,7 +404,7 @@ class FaultPathsSuite extends AnyFunSuite with StoreTestKit {
   }
 
   test("9. temporary files of crashed atomic writes are collected after the grace") {
-    val p = provider(extra = Map(RockstateConf.OrphanFileGraceMs -> "1000"))
+    val p = provider(extra = Map(RockstateConf.OrphanFileGraceMs.key -> "1000"))
     commitVersions(p, 1 to 1)(rows(1))
     val crashed = new File(storeDir, "versions/.7-3f2a.rsv.3f2a.tmp")
     Files.write(crashed.toPath, "{".getBytes("UTF-8"))
@@ -418,7 +419,7 @@ class FaultPathsSuite extends AnyFunSuite with StoreTestKit {
   test("10. a snapshot Spark forces is written; one that cannot begin is not owed later") {
     // Spark forces a snapshot on commit (forceSnapshotOnCommit, SPARK-54063) for a store its
     // coordinator sees lagging. Snapshots are otherwise due only every 100 versions here.
-    val p = provider(scheme = "rsfault", extra = Map(RockstateConf.SnapshotInterval -> "100"))
+    val p = provider(scheme = "rsfault", extra = Map(RockstateConf.SnapshotInterval.key -> "100"))
     val db = p.db
     def commit(version: Long, force: Boolean): Int = {
       db.load(version - 1)

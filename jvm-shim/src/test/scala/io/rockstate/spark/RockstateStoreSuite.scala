@@ -17,12 +17,13 @@ import org.apache.spark.unsafe.types.UTF8String
 import io.rockstate.state.RockstateStateStoreProvider
 import io.rockstate.storage._
 import io.rockstate.storage.conf.RockstateConf
-import io.rockstate.storage.format.{Changelog, CorruptCheckpointException, MetaPack, StateFile,
-  VersionManifest}
+import io.rockstate.storage.format.{Changelog, CheckpointJson, CorruptCheckpointException, MetaPack,
+  StateFile, VersionManifest}
 import io.rockstate.storage.local.{OpenInstances, ReadKeys}
 import io.rockstate.storage.location.StoreCheckpointDir
 import io.rockstate.storage.retention.RetentionCleaner
 import io.rockstate.testing.{StoreAudit, StoreAuditReport}
+import io.rockstate.testing.StoreDirReads._
 
 /** The store driven directly, without a query: every version, family and encoding. */
 class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
@@ -48,7 +49,7 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
 
   // With the table of remembered reads and without it (every check reads RocksDB).
   Seq(("reads are remembered", Map.empty[String, String]),
-    ("readKeysHeld 0: nothing remembered", Map(RockstateConf.ReadKeysHeld -> "0"))).foreach {
+    ("readKeysHeld 0: nothing remembered", Map(RockstateConf.ReadKeysHeld.key -> "0"))).foreach {
     case (how, extra) =>
       test(s"the row count stays exact when writes follow reads ($how)") {
         val p = provider(extra = extra)
@@ -181,7 +182,7 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
   }
 
   test("a restarted provider recovers from local files; another executor downloads") {
-    val p = provider(extra = Map(RockstateConf.SnapshotInterval -> "2"))
+    val p = provider(extra = Map(RockstateConf.SnapshotInterval.key -> "2"))
     commitVersions(p, 1 to 3)((v, s) => (1 to 100).foreach(i => s.put(key(s"k$i", v), value(i * v))))
     awaitSnapshot(2)
     val local = provider().getReadStore(3).asInstanceOf[StateStore]
@@ -195,8 +196,8 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
   test("a snapshot uploaded during a cleanup stays in the local files (local recovery)") {
     // The cleanup decides what the cache keeps from a listing it takes first; a snapshot that
     // lands after that listing is not in it, and must not be pruned from the cache by it.
-    val p = provider(extra = Map(RockstateConf.SnapshotInterval -> "2",
-      RockstateConf.TestCleanupDelayMs -> "3000"))
+    val p = provider(extra = Map(RockstateConf.SnapshotInterval.key -> "2",
+      RockstateConf.TestCleanupDelayMs.key -> "3000"))
     // Each snapshot lands before the next commit, so every later version rebases onto it and
     // the oldest versions expire.
     Seq(1 to 2, 3 to 4, 5 to 6, 7 to 7).foreach { versions =>
@@ -226,7 +227,7 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
   }
 
   test("a load served from the open instance reports no load time and no download") {
-    val p = provider(extra = Map(RockstateConf.SnapshotInterval -> "2"))
+    val p = provider(extra = Map(RockstateConf.SnapshotInterval.key -> "2"))
     commitVersions(p, 1 to 3)((v, s) => (1 to 100).foreach(i => s.put(key(s"k$i", v), value(i))))
     awaitSnapshot(2)
     val elsewhere = provider(executor = 1)
@@ -242,7 +243,7 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
   }
 
   test("maxOpenStores closes the instances released longest ago; each reopens from local files") {
-    val cap = Map(RockstateConf.MaxOpenStores -> "2", RockstateConf.SnapshotInterval -> "2")
+    val cap = Map(RockstateConf.MaxOpenStores.key -> "2", RockstateConf.SnapshotInterval.key -> "2")
     val stores = (0 until 3).map(i => provider(extra = cap, checkpoint = new File(root, s"cp-$i")))
     def isClosed(p: RockstateStateStoreProvider) = p.storeLock.synchronized(!p.db.isOpen)
     def awaitClosed(p: RockstateStateStoreProvider): Unit = {
@@ -360,8 +361,8 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     // due every 2 versions, so the big state is also snapshotted, off the commit path.
     // Uncompressed, so the bytes are the records' and not how well their keys compress.
     def commitBytes(stateKeys: Int, location: File): Seq[Long] = {
-      val p = provider(checkpoint = location, extra = Map(RockstateConf.SnapshotInterval -> "2",
-        RockstateConf.ChangelogCompression -> "none"))
+      val p = provider(checkpoint = location, extra = Map(RockstateConf.SnapshotInterval.key -> "2",
+        RockstateConf.ChangelogCompression.key -> "none"))
       commitVersions(p, 1 to 1)((_, s) => (1 to stateKeys).foreach(i => s.put(key("k", i), value(i))))
       commitVersions(p, 2 to 5) { (v, s) =>
         (1 to 1000).foreach(i => s.put(key("k", i * (stateKeys / 1000)), value(v)))
@@ -481,7 +482,7 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
   }
 
   test("without auto repair, a damaged SST fails the load with the file and the version named") {
-    val p = provider(extra = snapshotEveryVersion + (RockstateConf.AutoSnapshotRepair -> "false"))
+    val p = provider(extra = snapshotEveryVersion + (RockstateConf.AutoSnapshotRepair.key -> "false"))
     commitVersions(p, 1 to 1)((_, s) => (1 to 1000).foreach(i => s.put(key(s"k$i", i), value(i))))
     awaitSnapshot(1)
     assert(p.db.awaitUploads(60000)) // the confirmation is recorded right after the manifest
@@ -493,7 +494,7 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     val raf = new RandomAccessFile(sst, "rw")
     try raf.setLength(sst.length() / 2) finally raf.close()
     val e = loadFailure(provider(executor = 1,
-      extra = Map(RockstateConf.AutoSnapshotRepair -> "false")).getReadStore(2))
+      extra = Map(RockstateConf.AutoSnapshotRepair.key -> "false")).getReadStore(2))
     assert(e.getMessage.contains(sst.getName) && e.getMessage.contains("version 2"))
   }
 
@@ -501,7 +502,7 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     // Snapshots of versions 2 and 4; the one of 4 loses half an SST. Loading 5 elsewhere
     // rebuilds it from snapshot 2 plus versions 3-5 (every file checked first); the repaired
     // store's next commit snapshots again.
-    val every2 = Map(RockstateConf.SnapshotInterval -> "2")
+    val every2 = Map(RockstateConf.SnapshotInterval.key -> "2")
     val p = provider(extra = every2)
     (1 to 5).foreach { v =>
       commitVersions(p, v to v)((_, s) => (1 to 200).foreach(i => s.put(key(s"k$i", v), value(v * i))))
@@ -542,9 +543,9 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
 
     // Past the replay bound there is nothing to rebuild from: an error naming both.
     val bounded = provider(executor = 3, extra = every2 +
-      (RockstateConf.RepairMaxReplay -> "2"))
+      (RockstateConf.RepairMaxReplay.key -> "2"))
     val e = loadFailure(bounded.getReadStore(5))
-    assert(e.getMessage.contains("version 4") && e.getMessage.contains(RockstateConf.RepairMaxReplay))
+    assert(e.getMessage.contains("version 4") && e.getMessage.contains(RockstateConf.RepairMaxReplay.key))
   }
 
   test("a missing, truncated or altered version file is an error, never a shorter history") {
@@ -649,8 +650,8 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
 
   test("retention: every file is referenced by a retained version, and every one loads") {
     val graceMs = 2000L
-    val p = provider(extra = Map(RockstateConf.OrphanFileGraceMs -> graceMs.toString,
-      RockstateConf.SnapshotInterval -> "2"))
+    val p = provider(extra = Map(RockstateConf.OrphanFileGraceMs.key -> graceMs.toString,
+      RockstateConf.SnapshotInterval.key -> "2"))
     def batch(v: Int): Unit = {
       commitVersions(p, v to v)((_, s) => (1 to 200).foreach(i => s.put(key(s"k${i % 50}", v), value(i))))
       assert(p.db.awaitUploads(60000))
@@ -683,7 +684,7 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
 
   test("a cleanup deletes at most maxVersionsToDeletePerMaintenance versions, oldest first") {
     val p = provider(extra = snapshotEveryVersion +
-      (RockstateConf.MaxVersionsToDeletePerMaintenance -> "2"))
+      (RockstateConf.MaxVersionsToDeletePerMaintenance.key -> "2"))
     (1 to 10).foreach { v =>
       commitVersions(p, v to v)((_, s) => s.put(key("k", v), value(v)))
       assert(p.db.awaitUploads(60000))
@@ -707,8 +708,8 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     // A stopped query's executors still run maintenance: an audit listing version 1 can find
     // its file gone when it opens it. The audit reads through rsfault://, which pauses its
     // first open of version 1's file; cleanup (through file://) runs during the pause.
-    val p = provider(extra = Map(RockstateConf.SnapshotInterval -> "2",
-      RockstateConf.OrphanFileGraceMs -> "0"))
+    val p = provider(extra = Map(RockstateConf.SnapshotInterval.key -> "2",
+      RockstateConf.OrphanFileGraceMs.key -> "0"))
     (1 to 8).foreach { v =>
       commitVersions(p, v to v)((_, s) => (1 to 20).foreach(i => s.put(key(s"k$i", v), value(i))))
       assert(p.db.awaitUploads(60000))
@@ -746,7 +747,7 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
   test("a cleanup lists the store directory once, however many folders and files it has") {
     // On an object store every folder listed is a request, and an existence check two: a
     // cleanup runs at every maintenance interval of every store, so it takes one listing.
-    val p = provider(extra = Map(RockstateConf.SnapshotInterval -> "2"))
+    val p = provider(extra = Map(RockstateConf.SnapshotInterval.key -> "2"))
     (1 to 8).foreach { v =>
       commitVersions(p, v to v)((_, s) => (1 to 20).foreach(i => s.put(key(s"k$i", v), value(i))))
       assert(p.db.awaitUploads(60000))
@@ -771,8 +772,8 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
 
   test("cleanup keeps a retained completed checkpoint's version and snapshot past retention") {
     io.rockstate.checkpoint.CheckpointPins.clear()
-    val p = provider(extra = Map(RockstateConf.SnapshotInterval -> "2",
-      RockstateConf.OrphanFileGraceMs -> "0"))
+    val p = provider(extra = Map(RockstateConf.SnapshotInterval.key -> "2",
+      RockstateConf.OrphanFileGraceMs.key -> "0"))
     def batch(v: Int): Unit = {
       commitVersions(p, v to v)((_, s) => (1 to 200).foreach(i => s.put(key(s"k${i % 50}", v), value(i))))
       assert(p.db.awaitUploads(60000))
@@ -803,29 +804,29 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
   }
 
   test("the checkpoint timeout must fit in half the orphan grace") {
-    val conf = Map(RockstateConf.OrphanFileGraceMs -> "10000")
+    val conf = Map(RockstateConf.OrphanFileGraceMs.key -> "10000")
     assert(RockstateConf.from(conf, 3).checkpointTimeoutMs == 5000) // unset: lowered
     val e = intercept[IllegalArgumentException](
-      RockstateConf.from(conf + (RockstateConf.CheckpointTimeoutMs -> "6000"), 3))
-    assert(e.getMessage.contains(RockstateConf.CheckpointTimeoutMs) &&
-      e.getMessage.contains(RockstateConf.OrphanFileGraceMs))
+      RockstateConf.from(conf + (RockstateConf.CheckpointTimeoutMs.key -> "6000"), 3))
+    assert(e.getMessage.contains(RockstateConf.CheckpointTimeoutMs.key) &&
+      e.getMessage.contains(RockstateConf.OrphanFileGraceMs.key))
   }
 
   test("the cache's high-priority pool is a fraction below 1") {
     assert(RockstateConf.from(Map.empty, 3).highPriorityPoolRatio == 0.1)
-    val set = Map(RockstateConf.HighPriorityPoolRatio -> "0.25")
+    val set = Map(RockstateConf.HighPriorityPoolRatio.key -> "0.25")
     assert(RockstateConf.from(set, 3).highPriorityPoolRatio == 0.25)
     Seq("1", "1.5", "-0.1", "NaN", "a tenth").foreach { bad =>
       val e = intercept[IllegalArgumentException](
-        RockstateConf.from(Map(RockstateConf.HighPriorityPoolRatio -> bad), 3))
-      assert(e.getMessage.contains(RockstateConf.HighPriorityPoolRatio) &&
+        RockstateConf.from(Map(RockstateConf.HighPriorityPoolRatio.key -> bad), 3))
+      assert(e.getMessage.contains(RockstateConf.HighPriorityPoolRatio.key) &&
         e.getMessage.contains(s"'$bad'"), e.getMessage)
     }
   }
 
   test("a snapshot is referenced only once its upload is confirmed") {
-    val p = provider(extra = Map(RockstateConf.SnapshotInterval -> "2",
-      RockstateConf.TestUploadDelayMs -> "400", "spark.sql.streaming.minBatchesToRetain" -> "10"))
+    val p = provider(extra = Map(RockstateConf.SnapshotInterval.key -> "2",
+      RockstateConf.TestUploadDelayMs.key -> "400", "spark.sql.streaming.minBatchesToRetain" -> "10"))
     commitVersions(p, 1 to 3)((v, s) => (1 to 100).foreach(i => s.put(key(s"k$i", v), value(v))))
     val dir = remote()
     // Snapshot 2 is still uploading: version 3 rebuilds from the changelogs alone.
@@ -841,7 +842,7 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
 
   test("a format 1 manifest (a full snapshot listing its files) still loads and builds on") {
     // Format 1 had plain SSTs only: the snapshot it is made from packs none.
-    val p = provider(extra = snapshotEveryVersion + (RockstateConf.SstPackMB -> "0"))
+    val p = provider(extra = snapshotEveryVersion + (RockstateConf.SstPackMB.key -> "0"))
     commitVersions(p, 1 to 1)((_, s) => (1 to 100).foreach(i => s.put(key(s"k$i", 1), value(i))))
     awaitSnapshot(1)
     val dir = remote()
@@ -861,7 +862,7 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
       "columnFamilies" -> snap.columnFamilies, "files" -> (snap.files ++ metaFiles),
       "stats" -> snap.stats, "createdAtMs" -> 0L, "writer" -> "rockstate-jvm")
     FileUtils.writeByteArrayToFile(new File(storeDir, "manifests/1.json"),
-      VersionManifest.toJson(legacy))
+      CheckpointJson.pretty(legacy))
     new File(storeDir, "manifests/.1.json.crc").delete() // Hadoop's checksum of the old bytes
     FileUtils.deleteDirectory(new File(storeDir, "snapshots"))
     FileUtils.deleteDirectory(new File(storeDir, "versions"))
@@ -923,10 +924,10 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
 
   test("bad settings are refused with the key named") {
     val e = intercept[IllegalArgumentException](
-      provider(extra = Map(RockstateConf.BlockCacheSizeMB -> "lots")))
-    assert(e.getMessage.contains(RockstateConf.BlockCacheSizeMB))
+      provider(extra = Map(RockstateConf.BlockCacheSizeMB.key -> "lots")))
+    assert(e.getMessage.contains(RockstateConf.BlockCacheSizeMB.key))
     val cap = intercept[IllegalArgumentException](
-      provider(extra = Map(RockstateConf.MaxVersionsToDeletePerMaintenance -> "0")))
-    assert(cap.getMessage.contains(RockstateConf.MaxVersionsToDeletePerMaintenance))
+      provider(extra = Map(RockstateConf.MaxVersionsToDeletePerMaintenance.key -> "0")))
+    assert(cap.getMessage.contains(RockstateConf.MaxVersionsToDeletePerMaintenance.key))
   }
 }

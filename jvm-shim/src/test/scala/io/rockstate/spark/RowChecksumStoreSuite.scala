@@ -8,10 +8,11 @@ import org.apache.spark.sql.execution.streaming.state._
 import io.rockstate.storage._
 import io.rockstate.storage.conf.RockstateConf
 import io.rockstate.storage.format.{RowChecksum, RowChecksumMismatchException}
+import io.rockstate.testing.StoreDirReads._
 
 /** Row checksums in a store: written, checked on read, kept by the store whatever the conf. */
 class RowChecksumStoreSuite extends AnyFunSuite with StoreTestKit {
-  private val on = Map(RockstateConf.RowChecksumEnabled -> "true")
+  private val on = Map(RockstateConf.RowChecksumEnabled.key -> "true")
 
   private def withFamilies(s: StateStore): StateStore = {
     s.createColFamilyIfAbsent("list", keySchema, valueSchema,
@@ -60,7 +61,7 @@ class RowChecksumStoreSuite extends AnyFunSuite with StoreTestKit {
 
   test("a damaged row fails its read with Spark's error; the ratio says which reads check") {
     def damaged(ratio: String): (SparkStateStoreProvider, StateStore) = {
-      val p = provider(extra = on + (RockstateConf.RowChecksumReadRatio -> ratio),
+      val p = provider(extra = on + (RockstateConf.RowChecksumReadRatio.key -> ratio),
         checkpoint = new java.io.File(root, s"ratio-$ratio"))
       val s = p.getStore(0)
       s.put(key("a", 1), value(10))

@@ -56,7 +56,7 @@ trait StoreTestKit extends BeforeAndAfterEach { this: Suite =>
     val p = new RockstateStateStoreProvider
     val sqlConf = new org.apache.spark.sql.internal.SQLConf
     sqlConf.setConfString("spark.sql.streaming.minBatchesToRetain", "3")
-    sqlConf.setConfString(RockstateConf.LocalDir, new File(root, s"executor-$executor").getPath)
+    sqlConf.setConfString(RockstateConf.LocalDir.key, new File(root, s"executor-$executor").getPath)
     extra.foreach { case (k, v) => sqlConf.setConfString(k, v) }
     val location = Option(checkpoint).getOrElse(new File(root, "checkpoint"))
     p.init(StateStoreId(s"$scheme://${location.getAbsolutePath}", 0, 0), keySchema, valueSchema,
@@ -69,7 +69,7 @@ trait StoreTestKit extends BeforeAndAfterEach { this: Suite =>
     s.iterator().map(p => keyOf(p.key) -> p.value.getLong(0)).toMap
 
   protected def storeDir = new File(root, "checkpoint/0/0")
-  protected val snapshotEveryVersion = Map(RockstateConf.SnapshotInterval -> "1")
+  protected val snapshotEveryVersion = Map(RockstateConf.SnapshotInterval.key -> "1")
 
   protected def remote(location: File = new File(root, "checkpoint")) = new StoreCheckpointDir(
     new org.apache.hadoop.fs.Path(new File(location, "0/0").getAbsolutePath), hadoopConf)

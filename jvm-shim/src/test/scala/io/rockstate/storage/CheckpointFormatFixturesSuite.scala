@@ -12,9 +12,10 @@ import org.apache.hadoop.fs.Path
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.rockstate.storage.conf.RockstateConf
-import io.rockstate.storage.format.{RowChecksum, VersionManifest}
+import io.rockstate.storage.format.{CheckpointJson, RowChecksum, VersionManifest}
 import io.rockstate.storage.local.LocalStoreFiles
 import io.rockstate.storage.location.StoreCheckpointDir
+import io.rockstate.testing.StoreDirReads._
 
 /**
  * The golden fixtures of every checkpoint format rockstate ever wrote
@@ -35,7 +36,7 @@ class CheckpointFormatFixturesSuite extends AnyFunSuite {
 
   formats.foreach { format =>
     test(s"every version of the format $format fixture loads to its recorded state") {
-      val expected = VersionManifest.mapper.readTree(new File(fixtures, s"$format/expected.json"))
+      val expected = CheckpointJson.mapper.readTree(new File(fixtures, s"$format/expected.json"))
       val versions = expected.get("versions").fieldNames().asScala.map(_.toLong).toSeq.sorted
       assert(versions.nonEmpty)
       // A copy: loading a format 1 version writes a snapshot manifest beside it.
@@ -49,7 +50,7 @@ class CheckpointFormatFixturesSuite extends AnyFunSuite {
           val db = new VersionedRocksDB(0, 0, "default", dir,
             LocalStoreFiles.forStore(store.getAbsolutePath, s"fixture-$v",
               new File(work, s"local-$v").getPath),
-            RockstateConf.from(Map.empty, 100).copy(localRecovery = false),
+            RockstateConf.from(Map(RockstateConf.LocalRecovery.key -> "false"), 100),
             useColumnFamilies = false)
           try {
             db.load(v)

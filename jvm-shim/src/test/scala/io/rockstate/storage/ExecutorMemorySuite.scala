@@ -81,8 +81,8 @@ class ExecutorMemorySuite extends AnyFunSuite {
     // read again at each read, as at 64M keys a 64 MB file's was in 32 MB shards whose
     // memtables left too little room.
     def bytesRead(partitioned: Boolean): Long = {
-      val conf = RockstateConf.from(Map(RockstateConf.PartitionedIndex -> partitioned.toString,
-        RockstateConf.BloomFilterBitsPerKey -> "20"), 2)
+      val conf = RockstateConf.from(Map(RockstateConf.PartitionedIndex.key -> partitioned.toString,
+        RockstateConf.BloomFilterBitsPerKey.key -> "20"), 2)
       Using.resource(new LRUCache(8 * mb, -1, false, 0.1)) { cache =>
         Using.resource(new BloomFilter(conf.bloomFilterBitsPerKey)) { bloom =>
           val table = LocalRocksDB.newTableConfig(conf, cache, Some(bloom))

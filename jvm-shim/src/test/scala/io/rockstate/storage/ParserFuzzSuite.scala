@@ -23,8 +23,8 @@ import org.scalatest.funsuite.AnyFunSuite
 import org.scalatestplus.scalacheck.ScalaCheckDrivenPropertyChecks
 
 import io.rockstate.checkpoint.{CheckpointMetadata, ExpectedStores}
-import io.rockstate.storage.format.{Changelog, CheckpointPath, CorruptCheckpointException, MetaPack,
-  MetaPackRef, VersionFile, VersionManifest}
+import io.rockstate.storage.format.{Changelog, CheckpointJson, CheckpointPath,
+  CorruptCheckpointException, MetaPack, MetaPackRef, VersionFile, VersionManifest}
 
 /**
  * Property-based fuzzing of the JVM's checkpoint parsers, the twin of
@@ -81,7 +81,7 @@ class ParserFuzzSuite extends AnyFunSuite with ScalaCheckDrivenPropertyChecks
   private def changesOf(file: Array[Byte]): Array[Byte] =
     java.util.Arrays.copyOfRange(file, 9 + headerLength(file), file.length - 8)
 
-  private val json = VersionManifest.mapper
+  private val json = CheckpointJson.mapper
   private val nodes = JsonNodeFactory.instance
 
   // Version manifests: the version files' headers (format 3), and a format 1 manifest made of

@@ -12,8 +12,8 @@ import org.scalatest.funsuite.AnyFunSuite
 import com.fasterxml.jackson.databind.node.ObjectNode
 
 import io.rockstate.storage.conf.RockstateConf
-import io.rockstate.storage.format.{CorruptCheckpointException, RemoteFile, SnapshotManifest,
-  VersionManifest}
+import io.rockstate.storage.format.{CheckpointJson, CorruptCheckpointException, RemoteFile,
+  SnapshotManifest, VersionManifest}
 import io.rockstate.storage.local.{LocalStoreFiles, SstPacks}
 import io.rockstate.storage.location.StoreCheckpointDir
 import io.rockstate.storage.restore.CheckpointFetch
@@ -27,8 +27,9 @@ class SstPacksSuite extends AnyFunSuite {
   }
 
   private def conf(local: File, settings: Map[String, String] = Map.empty) = RockstateConf.from(
-    Map(RockstateConf.SnapshotInterval -> "1000") ++ settings, 2)
-    .copy(localRecovery = false, localDir = local.getPath)
+    Map(RockstateConf.SnapshotInterval.key -> "1000") ++ settings, 2)
+    .updated(RockstateConf.LocalRecovery, "false")
+    .updated(RockstateConf.LocalDir, local.getPath)
 
   private def storeDir(work: File): StoreCheckpointDir = {
     val store = new File(work, "query/store")
@@ -113,7 +114,7 @@ class SstPacksSuite extends AnyFunSuite {
   test("with sstPackMB 0, or SSTs larger than it, every SST is an object of its own") {
     withWork { work =>
       val dir = storeDir(work)
-      val (_, m) = writeThreeSsts(dir, work, Map(RockstateConf.SstPackMB -> "0"))
+      val (_, m) = writeThreeSsts(dir, work, Map(RockstateConf.SstPackMB.key -> "0"))
       assert(m.files.count(_.kind == "sst") == 3)
       assert(m.files.forall(f => f.inPack.isEmpty && f.path.endsWith(".sst")), m.files)
       assert(sstObjects(work).size == 3)
@@ -180,11 +181,11 @@ class SstPacksSuite extends AnyFunSuite {
   private def parseEdited(dir: StoreCheckpointDir, work: File, path: String)(
       edit: (ObjectNode, Seq[ObjectNode]) => Unit): SnapshotManifest = {
     val file = new File(work, s"query/store/$path")
-    val tree = VersionManifest.mapper.readTree(file).asInstanceOf[ObjectNode]
+    val tree = CheckpointJson.mapper.readTree(file).asInstanceOf[ObjectNode]
     val files = (0 until tree.get("files").size).map(i =>
       tree.get("files").get(i).asInstanceOf[ObjectNode])
     edit(tree, files)
-    VersionManifest.snapshotFromJson(VersionManifest.mapper.writeValueAsBytes(tree), path)
+    VersionManifest.snapshotFromJson(CheckpointJson.mapper.writeValueAsBytes(tree), path)
   }
 
   test("a manifest placing a member outside its pack, or sizing one pack twice, is corrupt") {

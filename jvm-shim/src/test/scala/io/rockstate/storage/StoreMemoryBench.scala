@@ -89,15 +89,16 @@ object StoreMemoryBench {
     val stores = opts.getOrElse("stores", "1000").toInt
     val keys = opts.getOrElse("keys", "1000").toInt
     val conf = RockstateConf.from(BenchConf.parse(opts.get("conf")) ++
-      opts.get("block-cache-mb").map(RockstateConf.BlockCacheSizeMB -> _) ++
-      opts.get("snapshot-interval").map(RockstateConf.SnapshotInterval -> _), 2)
+      opts.get("block-cache-mb").map(RockstateConf.BlockCacheSizeMB.key -> _) ++
+      opts.get("snapshot-interval").map(RockstateConf.SnapshotInterval.key -> _), 2)
     val dir = Files.createTempDirectory("rockstate-memory-bench").toFile
     val rounds = opts.getOrElse("rounds", "5").toInt
     try (opts.get("open-at-once"), opts.get("max-open-stores")) match {
       case (Some(atOnce), _) => runUnloading(dir, conf, stores, keys, atOnce.toInt, rounds)
       case (None, Some(cap)) =>
-        runCapped(dir, conf.copy(maxOpenStores = cap.toInt, localDir = dir.getPath), stores,
-          keys, rounds, opts.getOrElse("read-back", "0").toInt)
+        val capped = conf.updated(RockstateConf.MaxOpenStores, cap)
+          .updated(RockstateConf.LocalDir, dir.getPath)
+        runCapped(dir, capped, stores, keys, rounds, opts.getOrElse("read-back", "0").toInt)
       case _ => run(dir, conf, stores, keys)
     } finally FileUtils.deleteDirectory(dir)
   }

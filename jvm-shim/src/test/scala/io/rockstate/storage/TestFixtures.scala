@@ -10,4 +10,8 @@ object TestFixtures {
     .map(d => new File(d, s"tests/fixtures/$name"))
     .find(_.isDirectory)
     .getOrElse(sys.error(s"tests/fixtures/$name not found above the working dir"))
+
+  /** A file of the repository (`docs/configuration.md`): the folder holding tests/fixtures. */
+  def inRepo(path: String): File =
+    new File(dir(".").getCanonicalFile.getParentFile.getParentFile, path)
 }

@@ -27,6 +27,7 @@ import io.rockstate.storage.format.{Changelog, CheckpointJson, CheckpointPath,
 import io.rockstate.storage.local.LocalStoreFiles
 import io.rockstate.storage.location.{CheckpointReader, StoreCheckpointDir}
 import io.rockstate.storage.retention.RetentionCleaner
+import io.rockstate.testing.StoreDirReads._
 
 /**
  * Checkpoint files are untrusted input (docs/guarantees.md, "Trust model"): the shared rules
@@ -37,7 +38,7 @@ class UntrustedInputSuite extends AnyFunSuite {
 
   private val fixtures: File = TestFixtures.dir("untrusted")
 
-  private val rules = VersionManifest.mapper.readTree(new File(fixtures, "rules.json"))
+  private val rules = CheckpointJson.mapper.readTree(new File(fixtures, "rules.json"))
 
   private def strings(field: String): Seq[String] =
     rules.get("paths").get(field).elements().asScala.map(_.asText).toSeq
@@ -91,7 +92,7 @@ class UntrustedInputSuite extends AnyFunSuite {
 
   // ---- (b) the hostile inputs every reader refuses ----
 
-  private val cases = VersionManifest.mapper.readTree(new File(fixtures, "cases.json"))
+  private val cases = CheckpointJson.mapper.readTree(new File(fixtures, "cases.json"))
     .get("cases").elements().asScala.toSeq
     .filter(_.get("readers").elements().asScala.exists(_.asText == "jvm"))
 
@@ -246,7 +247,7 @@ class UntrustedInputSuite extends AnyFunSuite {
 
   /** `seed` with the field at (`pointer`, `field`) replaced by the raw JSON text `raw`. */
   private def withValue(seed: String, pointer: String, field: String, raw: String): Array[Byte] = {
-    val tree = VersionManifest.mapper.readTree(seed)
+    val tree = CheckpointJson.mapper.readTree(seed)
     val marker = "@pathology@"
     tree.at(pointer) match {
       case o: ObjectNode =>
@@ -255,7 +256,7 @@ class UntrustedInputSuite extends AnyFunSuite {
       case a: ArrayNode => a.set(field.toInt, a.textNode(marker))
       case other => fail(s"$pointer is $other")
     }
-    val text = VersionManifest.mapper.writeValueAsString(tree)
+    val text = CheckpointJson.mapper.writeValueAsString(tree)
     assert(text.split(marker, -1).length == 2)
     text.replace("\"" + marker + "\"", raw).getBytes(StandardCharsets.UTF_8)
   }
@@ -327,8 +328,9 @@ class UntrustedInputSuite extends AnyFunSuite {
   // ---- (c) stores written by the real code, then edited ----
 
   private def conf(local: File) = RockstateConf.from(Map(
-    RockstateConf.OrphanFileGraceMs -> "0", RockstateConf.SnapshotInterval -> "1"), 2)
-    .copy(localRecovery = false, localDir = local.getPath)
+    RockstateConf.OrphanFileGraceMs.key -> "0", RockstateConf.SnapshotInterval.key -> "1"), 2)
+    .updated(RockstateConf.LocalRecovery, "false")
+    .updated(RockstateConf.LocalDir, local.getPath)
 
   private def openDb(dir: StoreCheckpointDir, local: File, label: String,
       adjust: RockstateConf => RockstateConf = identity) = new VersionedRocksDB(
@@ -357,9 +359,9 @@ class UntrustedInputSuite extends AnyFunSuite {
   private def editSnapshot(dir: StoreCheckpointDir, relative: String)(
       edit: ObjectNode => Unit): File = {
     val file = new File(dir.root.toUri.getPath, relative)
-    val tree = VersionManifest.mapper.readTree(file).asInstanceOf[ObjectNode]
+    val tree = CheckpointJson.mapper.readTree(file).asInstanceOf[ObjectNode]
     edit(tree.get("files").get(0).asInstanceOf[ObjectNode])
-    Files.write(file.toPath, VersionManifest.mapper.writeValueAsBytes(tree))
+    Files.write(file.toPath, CheckpointJson.mapper.writeValueAsBytes(tree))
     Files.deleteIfExists(new File(file.getParentFile, s".${file.getName}.crc").toPath)
     file
   }
@@ -481,7 +483,7 @@ class UntrustedInputSuite extends AnyFunSuite {
       val link = linkElsewhere(storeFolder(dir), "sst", new File(work, "elsewhere"))
       // Snapshot repair off: the snapshot's failure is the load's.
       val db = openDb(dir, new File(work, "reader"), "reader",
-        _.copy(autoSnapshotRepair = false))
+        _.updated(RockstateConf.AutoSnapshotRepair, "false"))
       val e = try refused("loading through sst/")(db.load(6)) finally db.close()
       assert(e.getMessage.contains(s"symbolic link $link"), e.getMessage)
       // On (the default), the snapshot is passed over as damaged: the version is rebuilt from

@@ -35,8 +35,9 @@ class VersionedRocksDBSuite extends AnyFunSuite {
       hadoop: Configuration = new Configuration())(
       f: (File, RockstateConf, String => VersionedRocksDB) => Unit): Unit = {
     val work = Files.createTempDirectory("rockstate-vdb").toFile
-    val conf = RockstateConf.from(Map(RockstateConf.SnapshotInterval -> "1000") ++ settings, 2)
-      .copy(localRecovery = false, localDir = new File(work, "local").getPath)
+    val conf = RockstateConf.from(Map(RockstateConf.SnapshotInterval.key -> "1000") ++ settings, 2)
+      .updated(RockstateConf.LocalRecovery, "false")
+      .updated(RockstateConf.LocalDir, new File(work, "local").getPath)
     val store = new File(work, "query/store")
     Files.createDirectories(store.toPath)
     val dir = new StoreCheckpointDir(new Path(fsPrefix + store.getAbsolutePath), hadoop)
@@ -177,7 +178,7 @@ class VersionedRocksDBSuite extends AnyFunSuite {
   test("with unloadOnCommit a commit waits for an earlier instance's snapshot upload") {
     // The earlier instance was closed off the task (by Spark's maintenance thread), so no task
     // waited for its upload: the next instance's commit does, and rebases onto it.
-    withStoreSet(Map(RockstateConf.UnloadOnCommit -> "true")) { (_, _, open) =>
+    withStoreSet(Map(RockstateConf.UnloadOnCommit.key -> "true")) { (_, _, open) =>
       val first = open("first")
       val pool = new HeldPool
       val next = open("next")

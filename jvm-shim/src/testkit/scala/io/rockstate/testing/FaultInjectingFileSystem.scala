@@ -17,6 +17,8 @@ import org.apache.hadoop.util.Progressable
 
 import org.apache.spark.SparkEnv
 
+import io.rockstate.storage.format.CheckpointJson
+
 /**
  * A Hadoop FileSystem over the local disk, scheme `rsfault`, that injects faults at exact
  * points: rockstate's fault tests and torture suite point a checkpoint location at
@@ -128,7 +130,7 @@ object FaultInjectingFileSystem {
     case Some(f) if f.isFile =>
       val stamp = f.lastModified() ^ f.length()
       if (plan._1 != stamp) synchronized {
-        val tree: JsonNode = io.rockstate.storage.format.VersionManifest.mapper.readTree(
+        val tree: JsonNode = CheckpointJson.mapper.readTree(
           new String(Files.readAllBytes(f.toPath), StandardCharsets.UTF_8))
         val rules = tree.path("rules").elements().asScala.map { r =>
           FaultRule(r.path("op").asText(), r.path("pathRegex").asText(), r.path("when")

@@ -10,7 +10,7 @@ import org.apache.hadoop.fs.Path
 
 import io.rockstate.storage._
 import io.rockstate.storage.conf.RockstateConf
-import io.rockstate.storage.format.{CorruptCheckpointException, VersionEntry, VersionManifest}
+import io.rockstate.storage.format.{CheckpointJson, CorruptCheckpointException, VersionEntry}
 import io.rockstate.storage.local.LocalStoreFiles
 import io.rockstate.storage.location.StoreCheckpointDir
 import io.rockstate.storage.snapshot.SnapshotUploader
@@ -22,6 +22,7 @@ import io.rockstate.storage.snapshot.SnapshotUploader
  * of keys their manifests record. Used by the tests and callable from Python through py4j.
  */
 object StoreAudit {
+  import StoreDirReads._
 
   /** How often an audit is redone when the store changed while it was read. */
   val MaxReads = 5
@@ -76,7 +77,7 @@ object StoreAudit {
       val db = new VersionedRocksDB(m.map(_.operatorId).getOrElse(-1L),
         m.map(_.partitionId).getOrElse(-1), m.map(_.storeName).getOrElse("?"), dir,
         LocalStoreFiles.forStore(dir.root.toString, "audit", tmp.getAbsolutePath),
-        conf.copy(localRecovery = false), m.exists(_.useColumnFamilies))
+        conf.updated(RockstateConf.LocalRecovery, "false"), m.exists(_.useColumnFamilies))
       try {
         db.load(v)
         val it = db.rocksDB.scan(Array.emptyByteArray, None)
@@ -120,6 +121,6 @@ object StoreAudit {
       val dir = new StoreCheckpointDir(p, hadoopConf)
       audit(dir, dir.listVersions().takeRight(retained), conf)
     }
-    new String(VersionManifest.toJson(reports), "UTF-8")
+    new String(CheckpointJson.pretty(reports), "UTF-8")
   }
 }

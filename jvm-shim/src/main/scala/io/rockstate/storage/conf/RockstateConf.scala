@@ -1,50 +1,86 @@
 package io.rockstate.storage.conf
 
-import java.util.Locale
-
-import io.rockstate.storage.format.Changelog
+import io.rockstate.storage.format.{Changelog, StateVersion}
 
 /**
- * rockstate's own settings, all under one prefix. Spark hands every SQL conf starting with
- * `spark.sql.streaming.stateStore.` to the provider through `StateStoreConf.sqlConfs`, so the
- * same keys work in spark-defaults, on the session builder and with `spark.conf.set`.
- * docs/configuration.md lists them; keep the two in step.
+ * rockstate's settings as one store reads them: each declared once below (`Setting`: key,
+ * default, values, doc) and read here through its declaration, plus the rules that tie
+ * settings together. Spark hands every SQL conf starting with `spark.sql.streaming.stateStore.`
+ * to the provider through `StateStoreConf.sqlConfs`, so the same keys work in spark-defaults,
+ * on the session builder and with `spark.conf.set`. docs/configuration.md lists them (a test
+ * holds its tables to these declarations).
+ *
+ * `minVersionsToRetain` is Spark's own `minBatchesToRetain`.
  */
-final case class RockstateConf(
-    blockCacheSizeMB: Long,
-    highPriorityPoolRatio: Double,
-    writeBufferSizeMB: Long,
-    writeBufferManagerMB: Long,
-    compression: String,
-    bloomFilterBitsPerKey: Int,
-    partitionedIndex: Boolean,
-    minVersionsToRetain: Int,
-    orphanFileGraceMs: Long,
-    trackTotalNumberOfRows: Boolean,
-    readKeysHeld: Int,
-    snapshotInterval: Int,
-    changelogCompression: String,
-    snapshotUploadThreads: Int,
-    downloadThreads: Int,
-    sstPackMB: Long,
-    localRecovery: Boolean,
-    localDir: String,
-    checkpointsRetained: Int,
-    checkpointTimeoutMs: Long,
-    tolerableCheckpointFailures: Int,
-    snapshotUploadTimeoutMs: Long,
-    lockAcquireTimeoutMs: Long,
-    localCacheMaxMB: Long,
-    autoSnapshotRepair: Boolean,
-    repairAfterFailures: Int,
-    repairMaxReplay: Int,
-    maxVersionsToDeletePerMaintenance: Int,
-    unloadOnCommit: Boolean,
-    maxOpenStores: Int,
-    rowChecksums: Boolean,
-    rowChecksumReadRatio: Long,
-    testUploadDelayMs: Long,
-    testCleanupDelayMs: Long) {
+final class RockstateConf private (confs: Map[String, String], sparkMinVersionsToRetain: Int) {
+  import RockstateConf._
+
+  val blockCacheSizeMB: Long = BlockCacheSizeMB.in(confs)
+  val highPriorityPoolRatio: Double = HighPriorityPoolRatio.in(confs)
+  val writeBufferSizeMB: Long = WriteBufferSizeMB.in(confs)
+  val writeBufferManagerMB: Long = WriteBufferManagerMB.in(confs)
+  val compression: String = Compression.in(confs)
+  val bloomFilterBitsPerKey: Int = BloomFilterBitsPerKey.in(confs)
+  val partitionedIndex: Boolean = PartitionedIndex.in(confs)
+  val minVersionsToRetain: Int = math.max(1, sparkMinVersionsToRetain)
+  val orphanFileGraceMs: Long = OrphanFileGraceMs.in(confs)
+  val trackTotalNumberOfRows: Boolean = TrackTotalNumberOfRows.in(confs)
+  val readKeysHeld: Int = ReadKeysHeld.in(confs)
+  val snapshotInterval: Int = SnapshotInterval.in(confs)
+  val changelogCompression: String = ChangelogCompression.in(confs)
+  val snapshotUploadThreads: Int = SnapshotUploadThreads.in(confs)
+  val downloadThreads: Int = DownloadThreads.in(confs)
+  val sstPackMB: Long = SstPackMB.in(confs)
+  val localRecovery: Boolean = LocalRecovery.in(confs)
+  val localDir: String = LocalDir.in(confs)
+  val checkpointsRetained: Int = CheckpointsRetained.in(confs)
+  val tolerableCheckpointFailures: Int = TolerableCheckpointFailures.in(confs)
+  val lockAcquireTimeoutMs: Long = LockAcquireTimeoutMs.in(confs)
+  val localCacheMaxMB: Long = LocalCacheMaxMB.in(confs)
+  val autoSnapshotRepair: Boolean = AutoSnapshotRepair.in(confs)
+  val repairAfterFailures: Int = RepairAfterFailures.in(confs)
+  val repairMaxReplay: Int = RepairMaxReplay.in(confs)
+  val unloadOnCommit: Boolean = UnloadOnCommit.in(confs)
+  val maxOpenStores: Int = MaxOpenStores.in(confs)
+  val rowChecksums: Boolean = RowChecksumEnabled.in(confs)
+  val rowChecksumReadRatio: Long = RowChecksumReadRatio.in(confs)
+  val testUploadDelayMs: Long = TestUploadDelayMs.in(confs)
+  val testCleanupDelayMs: Long = TestCleanupDelayMs.in(confs)
+
+  /**
+   * Unset, the checkpoint timeout follows a shortened grace; set, it must fit it: no snapshot a
+   * pending checkpoint names may be swept as an orphan.
+   */
+  val checkpointTimeoutMs: Long = {
+    val set = CheckpointTimeoutMs.in(confs)
+    if (orphanFileGraceMs > 0 && !CheckpointTimeoutMs.isSet(confs)) {
+      math.max(1L, math.min(set, orphanFileGraceMs / 2))
+    } else if (orphanFileGraceMs > 0 && set > orphanFileGraceMs / 2) {
+      throw new IllegalArgumentException(s"rockstate: $CheckpointTimeoutMs ($set) must be at " +
+        s"most half of $OrphanFileGraceMs ($orphanFileGraceMs), so that no snapshot a pending " +
+        "checkpoint names is swept as an orphan. Lower the one or raise the other.")
+    } else set
+  }
+
+  /** An upload may not outlive what its manifest could still safely name (half the grace). */
+  val snapshotUploadTimeoutMs: Long = {
+    val set = SnapshotUploadTimeoutMs.in(confs)
+    if (orphanFileGraceMs > 0) math.max(1L, math.min(set, orphanFileGraceMs / 2)) else set
+  }
+
+  val maxVersionsToDeletePerMaintenance: Int = {
+    val cap = MaxVersionsToDeletePerMaintenance.in(confs)
+    if (cap == 0) {
+      throw new IllegalArgumentException(s"rockstate: $MaxVersionsToDeletePerMaintenance must " +
+        "be -1 (no cap) or at least 1, got 0: a maintenance run that may delete nothing would " +
+        "let the checkpoint grow without bound.")
+    }
+    cap
+  }
+
+  /** These settings with `setting` set to `value` (tests and benches vary one at a time). */
+  def updated(setting: Setting[_], value: String): RockstateConf =
+    new RockstateConf(confs + (setting.key -> value), sparkMinVersionsToRetain)
 
   /**
    * Whether an upload that took `ms` may have lost files to an orphan sweep elsewhere (files
@@ -61,7 +97,8 @@ final case class RockstateConf(
     snapshotVersion > commitVersion - minVersionsToRetain
 
   /** Versions every partition snapshots, so that each is one checkpoint of the query. */
-  def isCheckpointVersion(version: Long): Boolean = version % snapshotInterval == 0
+  def isCheckpointVersion(version: Long): Boolean =
+    StateVersion.isCheckpoint(version, snapshotInterval)
 
   /**
    * The longest changelog chain a version manifest may name: past it the commit snapshots
@@ -71,195 +108,111 @@ final case class RockstateConf(
 }
 
 object RockstateConf {
+  import SettingKind._
+
   val Prefix = "spark.sql.streaming.stateStore.rockstate."
 
-  val BlockCacheSizeMB = Prefix + "blockCacheSizeMB"
-  val WriteBufferSizeMB = Prefix + "writeBufferSizeMB"
-  val WriteBufferManagerMB = Prefix + "writeBufferManagerMB"
-  val HighPriorityPoolRatio = Prefix + "highPriorityPoolRatio"
-  val Compression = Prefix + "compression"
-  val BloomFilterBitsPerKey = Prefix + "bloomFilterBitsPerKey"
-  val PartitionedIndex = Prefix + "partitionedIndex"
-  val OrphanFileGraceMs = Prefix + "orphanFileGraceMs"
-  val TrackTotalNumberOfRows = Prefix + "trackTotalNumberOfRows"
-  val ReadKeysHeld = Prefix + "readKeysHeld"
-  val SnapshotInterval = Prefix + "snapshotInterval"
-  val ChangelogCompression = Prefix + "changelogCompression"
-  val SnapshotUploadThreads = Prefix + "snapshotUploadThreads"
-  val DownloadThreads = Prefix + "downloadThreads"
-  // Snapshots upload their new SSTs of at most this many MB packed together, in objects of at
-  // most this size (`SstPacks`); 0 uploads every SST on its own.
-  val SstPackMB = Prefix + "sstPackMB"
-  val LocalRecovery = Prefix + "localRecovery"
-  val LocalDir = Prefix + "localDir"
+  private def own[T](name: String, default: String, kind: SettingKind[T], doc: String) =
+    Setting(Prefix + name, default, kind, doc)
+  private def sparks[T](name: String, default: String, kind: SettingKind[T], doc: String) =
+    Setting("spark.sql.streaming.stateStore." + name, default, kind, doc)
+
+  // RocksDB, per executor or per store.
+  val BlockCacheSizeMB: Setting[Long] = own("blockCacheSizeMB", "128", Whole(1),
+    "RocksDB block cache shared by every store of one executor")
+  val HighPriorityPoolRatio: Setting[Double] = own("highPriorityPoolRatio", "0.1", Fraction,
+    "share of the block cache kept for index and filter blocks")
+  val WriteBufferManagerMB: Setting[Long] = own("writeBufferManagerMB", "128", Whole(1),
+    "memtable memory shared by every store of one executor, charged to the block cache")
+  val WriteBufferSizeMB: Setting[Long] = own("writeBufferSizeMB", "64", Whole(1),
+    "size of one memtable of one store")
+  val Compression: Setting[String] = own("compression", "lz4",
+    OneOf(Set("none", "snappy", "lz4", "zstd")), "SST compression")
+  val BloomFilterBitsPerKey: Setting[Int] = own("bloomFilterBitsPerKey", "10", Count(0),
+    "bloom filter bits per key on SST files (0: none)")
+  val PartitionedIndex: Setting[Boolean] = own("partitionedIndex", "true", Flag,
+    "two-level index and filter blocks in new SST files")
+  // Snapshots and changelogs.
+  val SnapshotInterval: Setting[Int] = own("snapshotInterval", "10", Count(1),
+    "versions between snapshots; each multiple is a checkpoint")
+  val ChangelogCompression: Setting[String] = own("changelogCompression", "zstd",
+    OneOf(Changelog.Codecs.keySet), "changelog codec")
+  val SnapshotUploadThreads: Setting[Int] = own("snapshotUploadThreads", "2", Count(1),
+    "background snapshot upload threads per executor")
+  val DownloadThreads: Setting[Int] = own("downloadThreads", "8", Count(1),
+    "threads fetching a load's files per executor")
+  val SstPackMB: Setting[Long] = own("sstPackMB", "64", Whole(0),
+    "new SSTs up to this size upload packed in objects of at most this size (0: each alone)")
+  // The executor's local files and instances.
+  val LocalRecovery: Setting[Boolean] = own("localRecovery", "true", Flag,
+    "keep a store's local files after its provider closes")
+  val LocalDir: Setting[String] = own("localDir", "", Text,
+    "where stores keep their local files (empty: Spark's per-application directory)")
+  val LocalCacheMaxMB: Setting[Long] = own("localCacheMaxMB", "8192", Whole(0),
+    "closed stores' local files kept per executor")
+  val MaxOpenStores: Setting[Int] = own("maxOpenStores", "0", Count(0),
+    "RocksDB instances an executor keeps open between tasks (0: no cap)")
+  val LockAcquireTimeoutMs: Setting[Long] = own("lockAcquireTimeoutMs", "60000", Whole(0),
+    "how long a second task attempt waits for a store")
+  // Retention and its safety margins.
+  val OrphanFileGraceMs: Setting[Long] = own("orphanFileGraceMs", "600000", Whole(0),
+    "unreferenced files younger than this are not orphans")
+  val SnapshotUploadTimeoutMs: Setting[Long] = own("snapshotUploadTimeoutMs", "300000", Whole(1),
+    "a background upload not done in this time is cancelled")
   // The driver's checkpoint coordinator (read from the SparkConf when the driver starts).
-  val CheckpointsRetained = Prefix + "checkpointsRetained"
-  val CheckpointTimeoutMs = Prefix + "checkpointTimeoutMs"
-  val TolerableCheckpointFailures = Prefix + "tolerableCheckpointFailures"
-  val SnapshotUploadTimeoutMs = Prefix + "snapshotUploadTimeoutMs"
-  val LockAcquireTimeoutMs = Prefix + "lockAcquireTimeoutMs"
-  val LocalCacheMaxMB = Prefix + "localCacheMaxMB"
-  // RocksDB instances an executor keeps open between tasks (`OpenInstances`); 0: no cap.
-  val MaxOpenStores = Prefix + "maxOpenStores"
+  val CheckpointsRetained: Setting[Int] = own("checkpointsRetained", "3", Count(1),
+    "completed checkpoints kept")
+  val CheckpointTimeoutMs: Setting[Long] = own("checkpointTimeoutMs", "300000", Whole(1),
+    "a pending checkpoint not acknowledged in this time is aborted")
+  val TolerableCheckpointFailures: Setting[Int] = own("tolerableCheckpointFailures", "5",
+    Count(-1), "checkpoint failures in a row a query tolerates (-1: any)")
+  // The key count.
+  val TrackTotalNumberOfRows: Setting[Boolean] = own("trackTotalNumberOfRows", "true", Flag,
+    "keep the exact key count")
+  val ReadKeysHeld: Setting[Int] = own("readKeysHeld", "100000", Count(0),
+    "keys a task remembers reading in a batch")
   // Spark's own keys for automatic snapshot repair (SPARK-54121, Spark 4.2), honoured on every
   // line; rockstate turns it on by default.
-  val AutoSnapshotRepair = "spark.sql.streaming.stateStore.autoSnapshotRepair.enabled"
-  val RepairAfterFailures =
-    "spark.sql.streaming.stateStore.autoSnapshotRepair.numFailuresBeforeActivating"
-  val RepairMaxReplay = "spark.sql.streaming.stateStore.autoSnapshotRepair.maxChangeFileReplay"
-  // Spark's own cap on the versions one maintenance run deletes (Spark 4.1+ defines it for its
-  // RocksDB provider; honoured on every line): -1, no cap.
-  val MaxVersionsToDeletePerMaintenance =
-    "spark.sql.streaming.stateStore.maxVersionsToDeletePerMaintenance"
+  val AutoSnapshotRepair: Setting[Boolean] = sparks("autoSnapshotRepair.enabled", "true", Flag,
+    "rebuild past a snapshot that cannot be restored")
+  val RepairAfterFailures: Setting[Int] = sparks(
+    "autoSnapshotRepair.numFailuresBeforeActivating", "1", Count(1),
+    "tries of a version's own snapshot before a repair")
+  val RepairMaxReplay: Setting[Int] = sparks("autoSnapshotRepair.maxChangeFileReplay", "50",
+    Count(1), "versions a repair may replay")
+  // Spark's own cap on the versions one maintenance run deletes (4.1+ for its RocksDB
+  // provider; honoured on every line): -1, no cap; 0 is refused.
+  val MaxVersionsToDeletePerMaintenance: Setting[Int] = sparks(
+    "maxVersionsToDeletePerMaintenance", "-1", Count(-1),
+    "versions one maintenance run expires (-1: no cap)")
   // Spark's own (4.1+): each provider is maintained and closed when its task ends.
-  val UnloadOnCommit = "spark.sql.streaming.stateStore.unloadOnCommit"
+  val UnloadOnCommit: Setting[Boolean] = sparks("unloadOnCommit", "false", Flag,
+    "close each store as its task ends")
   // Spark's own (4.2+, SPARK-54106), honoured on every line: a store created with it on keeps
-  // a checksum with every value (`RowChecksum`); an existing store keeps what it was created
-  // with. Reads check every `ratio`-th row: rockstate checks every read unless told otherwise
-  // (Spark's provider checks none unless told).
-  val RowChecksumEnabled = "spark.sql.streaming.stateStore.rowChecksum.enabled"
-  val RowChecksumReadRatio = "spark.sql.streaming.stateStore.rowChecksum.readVerificationRatio"
-  // Testing only: a pause before each snapshot file upload (and before its manifest), to kill
-  // or stop mid-upload.
-  val TestUploadDelayMs = Prefix + "testing.snapshotUploadDelayMs"
-  // Testing only: a pause in cleanup between deleting manifests and deleting their files.
-  val TestCleanupDelayMs = Prefix + "testing.cleanupDelayMs"
+  // a checksum with every value; an existing store keeps what it was created with. rockstate
+  // checks every read unless told otherwise (Spark's provider checks none unless told).
+  val RowChecksumEnabled: Setting[Boolean] = sparks("rowChecksum.enabled", "false", Flag,
+    "new stores keep a checksum with every value")
+  val RowChecksumReadRatio: Setting[Long] = sparks("rowChecksum.readVerificationRatio", "1",
+    Whole(0), "every N-th read checks its row's checksum (0: none)")
+  // Testing only: a pause before each background snapshot file upload (and its manifest), to
+  // kill or stop mid-upload; a pause in cleanup between deleting manifests and their files.
+  val TestUploadDelayMs: Setting[Long] = own("testing.snapshotUploadDelayMs", "0", Whole(0),
+    "tests only: a pause before each snapshot upload")
+  val TestCleanupDelayMs: Setting[Long] = own("testing.cleanupDelayMs", "0", Whole(0),
+    "tests only: a pause inside cleanup")
 
-  val Defaults: Map[String, String] = Map(
-    BlockCacheSizeMB -> "128",
-    HighPriorityPoolRatio -> "0.1",
-    WriteBufferSizeMB -> "64",
-    WriteBufferManagerMB -> "128",
-    Compression -> "lz4",
-    BloomFilterBitsPerKey -> "10",
-    PartitionedIndex -> "true",
-    OrphanFileGraceMs -> "600000",
-    TrackTotalNumberOfRows -> "true",
-    ReadKeysHeld -> "100000",
-    SnapshotInterval -> "10",
-    ChangelogCompression -> "zstd",
-    SnapshotUploadThreads -> "2",
-    DownloadThreads -> "8",
-    SstPackMB -> "64",
-    LocalRecovery -> "true",
-    LocalDir -> "",
-    CheckpointsRetained -> "3",
-    CheckpointTimeoutMs -> "300000",
-    TolerableCheckpointFailures -> "5",
-    SnapshotUploadTimeoutMs -> "300000",
-    LockAcquireTimeoutMs -> "60000",
-    LocalCacheMaxMB -> "8192",
-    MaxOpenStores -> "0",
-    AutoSnapshotRepair -> "true",
-    RepairAfterFailures -> "1",
-    RepairMaxReplay -> "50",
-    MaxVersionsToDeletePerMaintenance -> "-1",
-    UnloadOnCommit -> "false",
-    RowChecksumEnabled -> "false",
-    RowChecksumReadRatio -> "1",
-    TestUploadDelayMs -> "0",
-    TestCleanupDelayMs -> "0")
-
-  private val Codecs = Set("none", "snappy", "lz4", "zstd")
+  /** Every setting, as docs/configuration.md lists them. */
+  val All: Seq[Setting[_]] = Seq(BlockCacheSizeMB, HighPriorityPoolRatio, WriteBufferManagerMB,
+    WriteBufferSizeMB, Compression, BloomFilterBitsPerKey, PartitionedIndex, SnapshotInterval,
+    ChangelogCompression, SnapshotUploadThreads, DownloadThreads, SstPackMB, LocalRecovery,
+    LocalDir, OrphanFileGraceMs, SnapshotUploadTimeoutMs, LockAcquireTimeoutMs, LocalCacheMaxMB,
+    MaxOpenStores, CheckpointsRetained, CheckpointTimeoutMs, TolerableCheckpointFailures,
+    TrackTotalNumberOfRows, ReadKeysHeld, AutoSnapshotRepair, RepairAfterFailures,
+    RepairMaxReplay, MaxVersionsToDeletePerMaintenance, UnloadOnCommit, RowChecksumEnabled,
+    RowChecksumReadRatio, TestUploadDelayMs, TestCleanupDelayMs)
 
   /** Reads the settings; `minVersionsToRetain` is Spark's own `minBatchesToRetain`. */
-  def from(confs: Map[String, String], minVersionsToRetain: Int): RockstateConf = {
-    def get(key: String): String = confs.getOrElse(key, Defaults(key)).trim
-    def long(key: String, min: Long): Long = {
-      val v = try get(key).toLong catch {
-        case _: NumberFormatException =>
-          throw new IllegalArgumentException(
-            s"rockstate: $key must be a whole number, got '${get(key)}'; fix the setting or " +
-              s"remove it to use the default ${Defaults(key)}.")
-      }
-      if (v < min) {
-        throw new IllegalArgumentException(
-          s"rockstate: $key must be at least $min, got $v; the default is ${Defaults(key)}.")
-      }
-      v
-    }
-    def fraction(key: String): Double = {
-      val v = get(key).toDoubleOption.getOrElse(Double.NaN)
-      if (!(v >= 0.0 && v < 1.0)) {
-        throw new IllegalArgumentException(
-          s"rockstate: $key must be a fraction from 0 up to (not including) 1, got " +
-            s"'${get(key)}'; the default is ${Defaults(key)}.")
-      }
-      v
-    }
-    def bool(key: String): Boolean = get(key).toLowerCase(Locale.ROOT) match {
-      case "true" => true
-      case "false" => false
-      case other =>
-        throw new IllegalArgumentException(
-          s"rockstate: $key must be true or false, got '$other'; the default is ${Defaults(key)}.")
-    }
-    def oneOf(key: String, allowed: Set[String]): String = {
-      val v = get(key).toLowerCase(Locale.ROOT)
-      if (!allowed.contains(v)) {
-        throw new IllegalArgumentException(
-          s"rockstate: $key must be one of ${allowed.toSeq.sorted.mkString(", ")}, got '$v'; " +
-            s"the default is ${Defaults(key)}.")
-      }
-      v
-    }
-    val codec = oneOf(Compression, Codecs)
-    val graceMs = long(OrphanFileGraceMs, 0)
-    // Unset, the timeout follows a shortened grace; set, it must fit it.
-    val timeoutMs =
-      if (!confs.contains(CheckpointTimeoutMs) && graceMs > 0) {
-        math.max(1L, math.min(long(CheckpointTimeoutMs, 1), graceMs / 2))
-      } else long(CheckpointTimeoutMs, 1)
-    if (confs.contains(CheckpointTimeoutMs) && graceMs > 0 && timeoutMs > graceMs / 2) {
-      throw new IllegalArgumentException(s"rockstate: $CheckpointTimeoutMs ($timeoutMs) must " +
-        s"be at most half of $OrphanFileGraceMs ($graceMs), so that no snapshot a pending " +
-        "checkpoint names is swept as an orphan. Lower the one or raise the other.")
-    }
-    // An upload may not outlive what its manifest could still safely name (half the grace).
-    val uploadTimeoutMs = {
-      val set = long(SnapshotUploadTimeoutMs, 1)
-      if (graceMs > 0) math.max(1L, math.min(set, graceMs / 2)) else set
-    }
-    val deleteCap = long(MaxVersionsToDeletePerMaintenance, -1).toInt
-    if (deleteCap == 0) {
-      throw new IllegalArgumentException(s"rockstate: $MaxVersionsToDeletePerMaintenance must " +
-        "be -1 (no cap) or at least 1, got 0: a maintenance run that may delete nothing would " +
-        "let the checkpoint grow without bound.")
-    }
-    RockstateConf(
-      blockCacheSizeMB = long(BlockCacheSizeMB, 1),
-      highPriorityPoolRatio = fraction(HighPriorityPoolRatio),
-      writeBufferSizeMB = long(WriteBufferSizeMB, 1),
-      writeBufferManagerMB = long(WriteBufferManagerMB, 1),
-      compression = codec,
-      bloomFilterBitsPerKey = long(BloomFilterBitsPerKey, 0).toInt,
-      partitionedIndex = bool(PartitionedIndex),
-      minVersionsToRetain = math.max(1, minVersionsToRetain),
-      orphanFileGraceMs = graceMs,
-      trackTotalNumberOfRows = bool(TrackTotalNumberOfRows),
-      readKeysHeld = math.min(long(ReadKeysHeld, 0), Int.MaxValue.toLong).toInt,
-      snapshotInterval = long(SnapshotInterval, 1).toInt,
-      changelogCompression = oneOf(ChangelogCompression, Changelog.Codecs.keySet),
-      snapshotUploadThreads = long(SnapshotUploadThreads, 1).toInt,
-      downloadThreads = long(DownloadThreads, 1).toInt,
-      sstPackMB = long(SstPackMB, 0),
-      localRecovery = bool(LocalRecovery),
-      localDir = get(LocalDir),
-      checkpointsRetained = long(CheckpointsRetained, 1).toInt,
-      checkpointTimeoutMs = timeoutMs,
-      tolerableCheckpointFailures = long(TolerableCheckpointFailures, -1).toInt,
-      snapshotUploadTimeoutMs = uploadTimeoutMs,
-      lockAcquireTimeoutMs = long(LockAcquireTimeoutMs, 0),
-      localCacheMaxMB = long(LocalCacheMaxMB, 0),
-      autoSnapshotRepair = bool(AutoSnapshotRepair),
-      repairAfterFailures = long(RepairAfterFailures, 1).toInt,
-      repairMaxReplay = long(RepairMaxReplay, 1).toInt,
-      maxVersionsToDeletePerMaintenance = deleteCap,
-      unloadOnCommit = bool(UnloadOnCommit),
-      maxOpenStores = math.min(long(MaxOpenStores, 0), Int.MaxValue.toLong).toInt,
-      rowChecksums = bool(RowChecksumEnabled),
-      rowChecksumReadRatio = long(RowChecksumReadRatio, 0),
-      testUploadDelayMs = long(TestUploadDelayMs, 0),
-      testCleanupDelayMs = long(TestCleanupDelayMs, 0))
-  }
+  def from(confs: Map[String, String], minVersionsToRetain: Int): RockstateConf =
+    new RockstateConf(confs, minVersionsToRetain)
 }

@@ -41,6 +41,13 @@ object CheckpointJson {
   /** Deeper than any document Spark or rockstate writes; Python's `MAX_DEPTH`. */
   val MaxDepth = 64
 
+  /** `value` as indented JSON: the files a person may open (manifests, checkpoints). */
+  def pretty(value: AnyRef): Array[Byte] =
+    mapper.writerWithDefaultPrettyPrinter().writeValueAsBytes(value)
+
+  /** `value` as one line of JSON: the files written per commit and per snapshot. */
+  def compact(value: AnyRef): Array[Byte] = mapper.writeValueAsBytes(value)
+
   /** The one mapper rockstate reads and writes its JSON with. */
   val mapper: ObjectMapper = {
     def strict(c: MutableCoercionConfig): Unit = Seq(CoercionInputShape.Integer,

@@ -39,7 +39,7 @@ object VersionFile {
 
   /** Writes the version file for `manifest` with `changes` (a finished changelog) to `out`. */
   def write(manifest: VersionManifest, changes: File, out: File): Unit = {
-    val header = VersionManifest.toCompactJson(manifest)
+    val header = CheckpointJson.compact(manifest)
     val crc = new CRC32()
     Using.resource(new DataOutputStream(new BufferedOutputStream(
         new FileOutputStream(out), 1 << 16))) { data =>

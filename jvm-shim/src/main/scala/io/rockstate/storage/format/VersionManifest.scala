@@ -67,13 +67,6 @@ object VersionManifest {
   val FormatVersion = 5
   val Writer = "rockstate-jvm"
 
-  /** The shared mapper: reads refuse what no writer produces (`CheckpointJson`). */
-  private[rockstate] val mapper: ObjectMapper = CheckpointJson.mapper
-
-  def toJson(m: AnyRef): Array[Byte] = mapper.writerWithDefaultPrettyPrinter().writeValueAsBytes(m)
-
-  /** One line, no indentation: for the files written per commit and per snapshot. */
-  def toCompactJson(m: AnyRef): Array[Byte] = mapper.writeValueAsBytes(m)
 
   /** Parses a version manifest; `where` names the file in the error so a user can find it. */
   def fromJson(bytes: Array[Byte], where: String): VersionManifest = {

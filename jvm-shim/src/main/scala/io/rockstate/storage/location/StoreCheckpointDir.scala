@@ -10,9 +10,9 @@ import scala.util.Using
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileStatus, FileSystem, Path}
 
-import io.rockstate.storage.format.{CheckpointPath, ChecksummedCopy, CorruptCheckpointException,
-  FileKind, MissingVersionException, RemoteFile, SnapshotManifest, VersionEntry, VersionFile,
-  VersionManifest}
+import io.rockstate.storage.format.{CheckpointJson, CheckpointPath, ChecksummedCopy,
+  CorruptCheckpointException, FileKind, MissingVersionException, RemoteFile, SnapshotManifest,
+  VersionEntry, VersionFile, VersionManifest}
 
 /**
  * One store's directory in the query's checkpoint location (any Hadoop file system):
@@ -264,9 +264,6 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration,
       m
     }
 
-  def writeManifest(m: VersionManifest): Long =
-    writer.writeAtomic(manifestPath(m.version), VersionManifest.toJson(m))
-
   /**
    * Writes a snapshot's manifest, returning its path relative to the store directory. Its name
    * is new, so it is published (on an object store one PUT, as a version file is), not
@@ -275,7 +272,7 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration,
    */
   def writeSnapshotManifest(m: SnapshotManifest): String = {
     val relative = s"snapshots/${m.version}-${UUID.randomUUID()}.json"
-    val bytes = VersionManifest.toCompactJson(m)
+    val bytes = CheckpointJson.compact(m)
     writer.publish(resolve(relative)) { out =>
       out.write(bytes)
       bytes.length.toLong
@@ -306,22 +303,6 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration,
     }.sortBy(s => (s._2, s._1))
   }
 
-  /**
-   * The landed attempt of a version's whole manifest (a version file is downloaded to a
-   * temporary file and checked), for audits and tests; stores read through their local files.
-   */
-  def readVersionManifest(version: Long): VersionManifest = {
-    val entry = findVersion(version).getOrElse(throw missingVersion(version))
-    if (entry.isLegacy) readManifest(version)
-    else {
-      val tmp = File.createTempFile("rockstate-version", ".rsv")
-      try {
-        val (size, crc) = downloadSelfChecked(entry.path, entry.length, s"version $version", tmp)
-        VersionFile.read(tmp, entry.path, resolve(entry.path).toString, size, crc).manifest
-      } finally tmp.delete()
-    }
-  }
-
   /** A version that has neither a version file nor a manifest. */
   def missingVersion(version: Long, which: String = "",
       cause: Throwable = null): MissingVersionException = {
@@ -350,9 +331,6 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration,
     m
   }
 
-  /** Committed versions (version files and manifests present), in ascending order. */
-  def listVersions(): Seq[Long] = listVersionEntries().map(_.version).distinct
-
   /** Format 1 and 2 manifests with their status (a rewritten manifest changes it). */
   private def listVersionStatuses(): Seq[(Long, FileStatus)] = {
     if (!fs.exists(manifestsDir)) return Seq.empty
@@ -367,8 +345,6 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration,
 
   /** Deletes a file (and the checksum sidecar Hadoop's local file system keeps beside it). */
   def delete(relative: String): Unit = fs.delete(resolve(relative), false)
-
-  def deleteManifest(version: Long): Unit = fs.delete(manifestPath(version), false)
 
   /**
    * Removes empty snapshot meta directories created before `beforeMs`: a younger one may be

@@ -158,7 +158,8 @@ class RockstateStateStoreSuite extends StateStoreSuiteBase[RockstateStateStorePr
       reloaded =>
         val storeDir = new StoreCheckpointDir(
           new Path(provider.stateStoreId.storeCheckpointLocation().toString), new Configuration)
-        val wanted = if (version >= 0) Some(version.toLong) else storeDir.listVersions().maxOption
+        val wanted = if (version >= 0) Some(version.toLong)
+          else storeDir.listVersionEntries().map(_.version).maxOption
         wanted.fold(Set.empty[((String, Int), Int)]) { v =>
           val store = reloaded.getStore(v)
           try store.iterator().map(rowPairToDataPair).toSet

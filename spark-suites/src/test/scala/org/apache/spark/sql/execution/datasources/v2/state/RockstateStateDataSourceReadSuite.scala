@@ -20,7 +20,7 @@ class RockstateStateDataSourceReadSuite extends StateDataSourceReadSuite {
     spark.conf.set(SQLConf.STATE_STORE_PROVIDER_CLASS.key,
       classOf[RockstateStateStoreProvider].getName)
     // A snapshot every other version, as Spark's suite asks of its RocksDB provider.
-    spark.conf.set(RockstateConf.SnapshotInterval, "2")
+    spark.conf.set(RockstateConf.SnapshotInterval.key, "2")
   }
 
   test("ERROR: snapshot of version not found") {
