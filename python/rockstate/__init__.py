@@ -1,20 +1,28 @@
 """rockstate: a RocksDB state backend for Spark Structured Streaming.
 
 ``rockstate.configure(SparkSession.builder)`` switches a session's stateful queries to the
-rockstate state store provider; ``rockstate.checkpoints(query)`` shows the checkpoints the
-driver's coordinator completes (``rockstate.show_checkpoints(query)`` keeps them fresh in a
-notebook); ``rockstate.CheckpointLocation`` and ``rockstate.verify`` read and check a checkpoint
-location without Spark (``rockstate.read_state`` / ``rockstate.read_changes``: its state and its
-change feed as Arrow), and ``rockstate.report`` draws its history as one HTML page.
-``rockstate.savepoint`` / ``rockstate.restore`` copy a query to a self-contained savepoint and
-start new checkpoints from it. ``rockstate.rescale`` / ``rockstate.migrate`` rewrite a stopped
-query's state for a new partition count or another state store provider.
+rockstate state store provider. ``rockstate.Checkpoint(location, storage_options=None)`` is the
+handle of a checkpoint location (a path or fsspec URL): ``read`` / ``read_changes`` its state
+and change feed as Arrow, ``export``, ``verify``, ``report`` (its history as one HTML page),
+``checkpoints`` / ``completed``, ``provider_class``, all without Spark; ``savepoint`` copies it
+to a self-contained savepoint, and ``rescale`` / ``migrate`` rewrite a stopped query's state for
+a new partition count or another state store provider. ``rockstate.Savepoint(location)`` is the
+handle of a savepoint: ``manifest``, ``verify``, ``read``, ``restore`` (a new checkpoint
+location). The free functions (``read_state``, ``read_changes``, ``export``, ``verify``,
+``report``, ``checkpoints``, ``savepoint``, ``read_savepoint``, ``restore``, ``rescale``,
+``migrate``, ``recorded_confs``, ``provider_class``) are the same calls in function form.
+
+A running query: ``rockstate.checkpoints(query)`` shows the checkpoints the driver's coordinator
+completes (``rockstate.show_checkpoints(query)`` keeps them fresh in a notebook,
+``rockstate.on_checkpoint_complete`` calls back), ``rockstate.stop_with_savepoint(query, ...)``
+stops it into a savepoint. ``rockstate.CheckpointLocation`` lists a location's operators,
+stores, versions and files.
 """
 
 from __future__ import annotations
 
 from rockstate.checkpoint.location import CheckpointLocation
-from rockstate.checkpoint.model import Checkpoint, QueryCheckpoints, StoreAck
+from rockstate.checkpoint.model import CheckpointRecord, QueryCheckpoints, StoreAck
 from rockstate.checkpoint.offsets import provider_class, recorded_confs
 from rockstate.errors import CorruptCheckpointError, RockstateError, RockstateSetupError
 from rockstate.live.notebook import LiveCheckpoints, show_checkpoints
@@ -22,11 +30,12 @@ from rockstate.live.view import CheckpointWatcher, checkpoints, on_checkpoint_co
 from rockstate.session.configure import PLUGIN_CLASS, PROVIDER_CLASS, configure, spark_defaults
 from rockstate.session.jar import jar_path
 from rockstate.tools.changes import read_changes
+from rockstate.tools.handles import Checkpoint, Savepoint
 from rockstate.tools.read import export, read_state
 from rockstate.tools.report import report
 from rockstate.tools.rewrite import RewriteResult, migrate, rescale
 from rockstate.tools.savepoint import (
-    Savepoint,
+    SavepointManifest,
     read_savepoint,
     restore,
     savepoint,
@@ -41,6 +50,7 @@ __all__ = [
     "PROVIDER_CLASS",
     "Checkpoint",
     "CheckpointLocation",
+    "CheckpointRecord",
     "CheckpointWatcher",
     "CorruptCheckpointError",
     "LiveCheckpoints",
@@ -49,6 +59,7 @@ __all__ = [
     "RockstateError",
     "RockstateSetupError",
     "Savepoint",
+    "SavepointManifest",
     "StoreAck",
     "checkpoints",
     "configure",

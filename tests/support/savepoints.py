@@ -41,7 +41,7 @@ class Relocation:
     def __init__(self, workdir: Path, target: str, how: str) -> None:
         self.workdir, self.target, self.how = workdir, target, how
         self.frozen: dict[str, dict[str, str]] = {}
-        self.saved: rockstate.Savepoint | None = None
+        self.saved: rockstate.SavepointManifest | None = None
 
     def __call__(self, query, checkpoint: Path | str) -> str:
         if self.how == "stopped":

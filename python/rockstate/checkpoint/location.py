@@ -24,7 +24,11 @@ from rockstate.checkpoint.format import (
 )
 from rockstate.checkpoint.json_text import load_json
 from rockstate.checkpoint.local_read import read_local_file
-from rockstate.checkpoint.model import Checkpoint, parse_abort_record, parse_checkpoint_metadata
+from rockstate.checkpoint.model import (
+    CheckpointRecord,
+    parse_abort_record,
+    parse_checkpoint_metadata,
+)
 from rockstate.checkpoint.paths import is_number, join_within, relative_path
 from rockstate.errors import CorruptCheckpointError, MissingCheckpointFileError
 
@@ -335,7 +339,7 @@ class CheckpointLocation:
             return store_dir
         return "/".join(["state", parts[1], "_retired", folders[min(used_until)], *parts[3:]])
 
-    def checkpoints(self) -> list[Checkpoint]:
+    def checkpoints(self) -> list[CheckpointRecord]:
         """Completed checkpoints (``rockstate/checkpoints/<version>/_metadata``), oldest first."""
         top = self.path("rockstate", "checkpoints")
         out = []
@@ -346,7 +350,7 @@ class CheckpointLocation:
                     self.read_path(path, "the checkpoint history", FileKind.DOCUMENT), path))
         return sorted(out, key=lambda c: c.version)
 
-    def aborted_checkpoints(self) -> list[Checkpoint]:
+    def aborted_checkpoints(self) -> list[CheckpointRecord]:
         """The newest aborted checkpoints the driver recorded, oldest first."""
         top = self.path("rockstate", "checkpoints", "aborted")
         if not self.fs.isdir(top):

@@ -41,8 +41,11 @@ class StoreAck:
 
 
 @dataclass(frozen=True)
-class Checkpoint:
-    """A checkpoint: ``status`` is ``completed``, ``pending`` or ``aborted``."""
+class CheckpointRecord:
+    """What is recorded of one checkpoint (Flink's CompletedCheckpoint, PendingCheckpoint and
+    failed checkpoint in one value): ``status`` is ``completed``, ``pending`` or ``aborted``.
+    Not to be confused with :class:`rockstate.Checkpoint`, the handle of a checkpoint
+    location."""
 
     version: int  # the state version; the micro-batch is version - 1
     status: str
@@ -99,20 +102,20 @@ class QueryCheckpoints:
     query_id: str | None = None
     snapshot_interval: int | None = None
     expected_stores: int | None = None
-    completed: tuple[Checkpoint, ...] = ()
-    pending: tuple[Checkpoint, ...] = ()
-    aborted: tuple[Checkpoint, ...] = ()
+    completed: tuple[CheckpointRecord, ...] = ()
+    pending: tuple[CheckpointRecord, ...] = ()
+    aborted: tuple[CheckpointRecord, ...] = ()
     consecutive_failures: int = 0
     failure: str | None = None
     untracked_reason: str | None = None  # set while the coordinator cannot track the query
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
-    def latest(self) -> Checkpoint | None:
+    def latest(self) -> CheckpointRecord | None:
         return self.completed[-1] if self.completed else None
 
     @property
-    def history(self) -> tuple[Checkpoint, ...]:
+    def history(self) -> tuple[CheckpointRecord, ...]:
         """Completed, aborted and pending checkpoints in one list, oldest version first."""
         return tuple(sorted([*self.completed, *self.aborted, *self.pending],
                             key=lambda c: (c.version, c.triggered_at_ms or 0)))
@@ -139,16 +142,16 @@ def _store_ack(doc: dict, where: str) -> StoreAck:
         num_keys=int(f["numKeys"]), acked_at_ms=int(doc["ackedAtMs"]))
 
 
-def parse_completed(doc: dict, where: str = "the driver's checkpoint") -> Checkpoint:
+def parse_completed(doc: dict, where: str = "the driver's checkpoint") -> CheckpointRecord:
     """A completed checkpoint's document (a ``_metadata`` file's, or the driver's)."""
-    return Checkpoint(
+    return CheckpointRecord(
         version=int(doc["version"]), status="completed",
         stores=tuple(_store_ack(s, where) for s in doc["stores"]),
         triggered_at_ms=int(doc["triggeredAtMs"]), completed_at_ms=int(doc["completedAtMs"]),
         run_id=doc.get("runId"))
 
 
-def parse_checkpoint_metadata(data: bytes, where: str) -> Checkpoint:
+def parse_checkpoint_metadata(data: bytes, where: str) -> CheckpointRecord:
     """A completed checkpoint's ``_metadata`` file; a damaged one is an error naming it."""
     doc = load_document(data, where, METADATA_FORMAT_VERSION, "checkpoint metadata")
     try:
@@ -158,11 +161,11 @@ def parse_checkpoint_metadata(data: bytes, where: str) -> Checkpoint:
             f"checkpoint metadata {where} is missing or has a bad field ({e!r}).") from None
 
 
-def parse_abort_record(data: bytes, where: str) -> Checkpoint:
+def parse_abort_record(data: bytes, where: str) -> CheckpointRecord:
     """An aborted checkpoint's record (``rockstate/checkpoints/aborted/<version>.json``)."""
     doc = load_document(data, where, ABORT_RECORD_FORMAT_VERSION, "aborted checkpoint record")
     try:
-        return Checkpoint(
+        return CheckpointRecord(
             version=int(doc["version"]), status="aborted", reason=str(doc["reason"]),
             triggered_at_ms=int(doc["triggeredAtMs"]), aborted_at_ms=int(doc["abortedAtMs"]),
             acknowledged=int(doc["acknowledged"]), expected=int(doc["expected"]),
@@ -180,16 +183,17 @@ def parse_live_view(doc: dict) -> QueryCheckpoints:
         expected_stores=int(doc["expectedStores"]),
         completed=tuple(parse_completed(c) for c in doc["completed"]),
         pending=tuple(
-            Checkpoint(version=int(p["version"]), status="pending",
-                       stores=tuple(_store_ack(s, "the driver's view") for s in p["stores"]),
-                       missing=tuple((int(m["operatorId"]), m["storeName"],
-                                      int(m["partitionId"])) for m in p["missing"]),
-                       triggered_at_ms=int(p["triggeredAtMs"]), run_id=doc["runId"])
+            CheckpointRecord(version=int(p["version"]), status="pending",
+                             stores=tuple(_store_ack(s, "the driver's view")
+                                          for s in p["stores"]),
+                             missing=tuple((int(m["operatorId"]), m["storeName"],
+                                            int(m["partitionId"])) for m in p["missing"]),
+                             triggered_at_ms=int(p["triggeredAtMs"]), run_id=doc["runId"])
             for p in doc["pending"]),
         aborted=tuple(
-            Checkpoint(version=int(a["version"]), status="aborted", reason=a["reason"],
-                       run_id=doc["runId"], aborted_at_ms=int(a["abortedAtMs"]),
-                       acknowledged=int(a["acknowledged"]), expected=int(a["expected"]))
+            CheckpointRecord(version=int(a["version"]), status="aborted", reason=a["reason"],
+                             run_id=doc["runId"], aborted_at_ms=int(a["abortedAtMs"]),
+                             acknowledged=int(a["acknowledged"]), expected=int(a["expected"]))
             for a in doc["aborted"]),
         consecutive_failures=int(doc["consecutiveFailures"]),
         failure=doc.get("failure"), untracked_reason=doc.get("untrackedReason"))

@@ -61,6 +61,8 @@ def recorded_confs(checkpoint_location: str | Path | CheckpointLocation,
 
     Spark records the state store provider there when a query starts and keeps using that
     provider on restart, so this is the ground truth of which provider a query runs on.
+    The function form of ``rockstate.Checkpoint(location, storage_options)
+    .recorded_confs(batch_id)``.
     """
     loc = _location(checkpoint_location, storage_options or {})
     offsets = loc.path("offsets")
@@ -88,7 +90,8 @@ def _location(location: str | Path | CheckpointLocation,
 
 def provider_class(checkpoint_location: str | Path | CheckpointLocation,
                    storage_options: dict[str, Any] | None = None) -> str:
-    """The state store provider class a query's checkpoint is bound to."""
+    """The state store provider class a query's checkpoint is bound to. The function form of
+    ``rockstate.Checkpoint(location, storage_options).provider_class()``."""
     confs = recorded_confs(checkpoint_location, storage_options=storage_options)
     key = "spark.sql.streaming.stateStore.providerClass"
     if key not in confs:

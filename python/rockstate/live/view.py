@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from rockstate.checkpoint.location import CheckpointLocation, open_location
 from rockstate.checkpoint.model import (
-    Checkpoint,
+    CheckpointRecord,
     QueryCheckpoints,
     parse_completed,
     parse_live_view,
@@ -44,7 +44,8 @@ def checkpoints(source: StreamingQuery | str | CheckpointLocation,
 
     A query's view comes from its driver's coordinator: through py4j in a classic session,
     through rockstate's SQL functions over Spark Connect (``spark``: the query's Connect
-    session, by default the active one)."""
+    session, by default the active one). For a location, the function form of
+    ``rockstate.Checkpoint(location, storage_options).checkpoints()``."""
     if hasattr(source, "runId") and hasattr(source, "lastProgress"):
         query: Any = source
         if is_connect(query) and spark is None:
@@ -70,7 +71,7 @@ class CheckpointWatcher:
     Spark Connect client, with one small SQL query each time).
     """
 
-    def __init__(self, spark: SparkSession, callback: Callable[[Checkpoint], None],
+    def __init__(self, spark: SparkSession, callback: Callable[[CheckpointRecord], None],
                  poll_seconds: float = 0.5) -> None:
         self._channel: CoordinatorChannel = channel(spark)
         self._callback = callback
@@ -104,7 +105,7 @@ class CheckpointWatcher:
         self._thread.join(timeout=5)
 
 
-def on_checkpoint_complete(spark: SparkSession, callback: Callable[[Checkpoint], None],
+def on_checkpoint_complete(spark: SparkSession, callback: Callable[[CheckpointRecord], None],
                            poll_seconds: float = 0.5) -> CheckpointWatcher:
     """Invokes ``callback`` with each checkpoint completed from now on, for every query."""
     return CheckpointWatcher(spark, callback, poll_seconds)

@@ -43,7 +43,10 @@ def read_changes(location: str | CheckpointLocation, operator: int = 0,
     """Every change batches ``from_batch`` to ``to_batch`` (default: the newest batch every
     partition committed) made to one operator's store, as a table of ``batch_id``,
     ``change_type``, ``key``, ``value`` and ``partition_id``: the rows of Spark's
-    ``spark.read.format("statestore").option("readChangeFeed", True)``."""
+    ``spark.read.format("statestore").option("readChangeFeed", True)``.
+
+    The function form of ``rockstate.Checkpoint(location, storage_options).read_changes(...)``.
+    """
     loc = open_location(location, storage_options)
     stores = [s for s in loc.stores(operator)
               if s.name == store and (partitions is None or s.partition in partitions)]

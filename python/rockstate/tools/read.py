@@ -429,7 +429,9 @@ def read_state(location: str | CheckpointLocation, operator: int = 0,
 
     For a transformWithState operator (Spark's RocksDB provider), ``state_var`` names the
     state variable; the columns are then those Spark's ``statestore`` source gives it
-    (``list_element`` for a list, ``user_map_key`` and ``user_map_value`` for a map)."""
+    (``list_element`` for a list, ``user_map_key`` and ``user_map_value`` for a map).
+
+    The function form of ``rockstate.Checkpoint(location, storage_options).read(...)``."""
     loc = open_location(location, storage_options)
     plan = plan_read(loc, operator, version, partitions, store, state_var)
     count = worker_count(loc.local, len(plan.partitions), workers)
@@ -511,7 +513,10 @@ def export(location: str | CheckpointLocation, dest: str, format: str = "parquet
     the destination's file system. Every store is streamed, rockstate's and Spark's RocksDB
     provider's: its snapshot's rows pass what its changelogs changed and are written 65,536
     at a time, so memory does not grow with the state (only with what the changelogs after
-    the snapshot wrote)."""
+    the snapshot wrote).
+
+    The function form of ``rockstate.Checkpoint(location, storage_options).export(dest, ...,
+    storage_options=dest_options)``."""
     if format != "parquet":
         raise RockstateError(f"export writes parquet; {format!r} is not supported")
     loc = open_location(location, storage_options)

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rockstate.checkpoint.model import Checkpoint
+from rockstate.checkpoint.model import CheckpointRecord
 from rockstate.errors import RockstateSetupError
 from rockstate.tools.report_data import (
     ROCKSTATE,
@@ -51,7 +51,8 @@ def report(source: StreamingQuery | str | CheckpointLocation, path: str | Path,
     ``source`` is a running ``StreamingQuery`` (its driver's view adds pending and aborted
     checkpoints of the current run), a checkpoint location's path or fsspec URL (opened with
     ``storage_options``: the driver's location too), or a :class:`~rockstate.CheckpointLocation`.
-    Returns the written file's path.
+    Returns the written file's path. For a location, the function form of
+    ``rockstate.Checkpoint(location, storage_options).report(path)``.
     """
     from rockstate.checkpoint.location import open_location
 
@@ -152,7 +153,7 @@ def _when(ms: int | None) -> str:
     return "" if at is None else at.strftime("%H:%M:%S")
 
 
-def _row(c: Checkpoint) -> str:
+def _row(c: CheckpointRecord) -> str:
     slow = c.slowest
     straggler = ""
     if slow is not None and c.triggered_at_ms is not None:

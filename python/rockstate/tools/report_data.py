@@ -27,7 +27,7 @@ from rockstate.checkpoint.location import (
     StoreRef,
     VersionEntry,
 )
-from rockstate.checkpoint.model import Checkpoint, QueryCheckpoints
+from rockstate.checkpoint.model import CheckpointRecord, QueryCheckpoints
 from rockstate.checkpoint.offsets import provider_class
 from rockstate.checkpoint.paths import is_number
 from rockstate.errors import CorruptCheckpointError
@@ -134,7 +134,8 @@ def merge_live(offline: QueryCheckpoints, live: QueryCheckpoints | None) -> Quer
     if live is None:
         return offline
 
-    def union(a: Iterable[Checkpoint], b: Iterable[Checkpoint]) -> tuple[Checkpoint, ...]:
+    def union(a: Iterable[CheckpointRecord], b: Iterable[CheckpointRecord]
+              ) -> tuple[CheckpointRecord, ...]:
         by_key = {(c.version, c.run_id): c for c in a}
         by_key.update({(c.version, c.run_id): c for c in b})
         return tuple(sorted(by_key.values(), key=lambda c: (c.version, c.run_id or "")))
@@ -197,7 +198,7 @@ def _header_or_error(loc: CheckpointLocation, store: StoreRef, e: VersionEntry,
         return error
 
 
-def _rockstate_stores(loc: CheckpointLocation, latest: Checkpoint | None, each: Progress
+def _rockstate_stores(loc: CheckpointLocation, latest: CheckpointRecord | None, each: Progress
                       ) -> tuple[tuple[CommitFigure, ...], tuple[StoreSize, ...]]:
     acked = {(s.operator, s.partition, s.store): s for s in (latest.stores if latest else ())}
     commits: list[CommitFigure] = []

@@ -117,14 +117,16 @@ class _Store:
 
 def rescale(spark: Any, checkpoint: str, partitions: int, **kwargs: Any) -> RewriteResult:
     """Rewrites a stopped query's state for ``partitions`` shuffle partitions; the query then
-    restarts with that many (Spark takes the count from the checkpoint, not the session)."""
+    restarts with that many (Spark takes the count from the checkpoint, not the session).
+    The function form of ``rockstate.Checkpoint(checkpoint).rescale(spark, partitions)``."""
     return rewrite(spark, checkpoint, partitions=partitions, **kwargs)
 
 
 def migrate(spark: Any, checkpoint: str, to: str, partitions: int | None = None,
             **kwargs: Any) -> RewriteResult:
     """Moves a stopped query's state to the provider ``to`` (``"rockstate"`` or
-    ``"spark-rocksdb"``), optionally with a new partition count in the same step."""
+    ``"spark-rocksdb"``), optionally with a new partition count in the same step. The
+    function form of ``rockstate.Checkpoint(checkpoint).migrate(spark, to, partitions)``."""
     if to not in TARGETS:
         raise RockstateError(f"rockstate: cannot migrate to {to!r}; the targets are "
                              f"{', '.join(sorted(TARGETS))}.")

@@ -109,8 +109,10 @@ class Recorded:
 
 
 @dataclass(frozen=True)
-class Savepoint:
-    """What ``_savepoint.json`` records."""
+class SavepointManifest:
+    """What a savepoint's ``_savepoint.json`` records: its batch, where it was taken from,
+    every file with its size and hash, and the listing's own digest. Not to be confused with
+    :class:`rockstate.Savepoint`, the handle of a savepoint's location."""
 
     url: str
     batch_id: int  # the newest committed batch it holds
@@ -146,7 +148,7 @@ def checkpoint_of(query: Any) -> str:
     return root
 
 
-def stop_with_savepoint(query: Any, target: str, **kwargs: Any) -> Savepoint:
+def stop_with_savepoint(query: Any, target: str, **kwargs: Any) -> SavepointManifest:
     """Stops a running query (Spark stops it between batches; a batch it interrupts is not
     committed and not in the savepoint) and writes a savepoint of its last committed batch."""
     checkpoint = checkpoint_of(query)
@@ -157,7 +159,7 @@ def stop_with_savepoint(query: Any, target: str, **kwargs: Any) -> Savepoint:
 def savepoint(source: Any, target: str, *,
               progress: Callable[[str], None] | None = None,
               storage_options: dict[str, Any] | None = None,
-              target_options: dict[str, Any] | None = None) -> Savepoint:
+              target_options: dict[str, Any] | None = None) -> SavepointManifest:
     """Writes a savepoint of ``source`` (a checkpoint location, or a ``StreamingQuery``) at
     its newest committed batch to ``target`` (which must not exist, or be an empty directory)
     and returns it.
@@ -166,7 +168,11 @@ def savepoint(source: Any, target: str, *,
     they never change. (A running query's retention may delete an old version's files while
     they are copied; that fails loudly and a second attempt takes a newer batch.) The returned
     savepoint's ``digest`` is the SHA-256 of its ``_savepoint.json``: keep it to check the
-    savepoint with later (``expect_digest``)."""
+    savepoint with later (``expect_digest``).
+
+    For a location, the function form of ``rockstate.Checkpoint(source, storage_options)
+    .savepoint(target, storage_options=target_options)``, which returns the savepoint's
+    handle."""
     if hasattr(source, "_jsq"):
         source = checkpoint_of(source)
     loc = open_location(source, storage_options)
@@ -182,13 +188,13 @@ def savepoint(source: Any, target: str, *,
             _check_against_manifest(loc, rel, data, expected)
             staged.write(rel, data)
             files.append(SavepointFile(rel, len(data), sha256=hashlib.sha256(data).hexdigest()))
-        sp = Savepoint(url=target, batch_id=batch, state_version=batch + 1,
-                       query_id=_query_id(_read_source(loc, "metadata", batch,
-                                                       FileKind.QUERY_METADATA)),
-                       source=loc.url,
-                       created_at=datetime.datetime.now(datetime.UTC).isoformat(
-                           timespec="seconds"),
-                       files=tuple(files))
+        sp = SavepointManifest(url=target, batch_id=batch, state_version=batch + 1,
+                               query_id=_query_id(_read_source(loc, "metadata", batch,
+                                                               FileKind.QUERY_METADATA)),
+                               source=loc.url,
+                               created_at=datetime.datetime.now(datetime.UTC).isoformat(
+                                   timespec="seconds"),
+                               files=tuple(files))
         document = _document(sp)
         sp = replace(sp, digest=hashlib.sha256(document).hexdigest())
         staged.publish(SAVEPOINT_FILE, document)  # last: it is complete
@@ -225,8 +231,10 @@ def _check_against_manifest(loc: CheckpointLocation, rel: str, data: bytes,
 
 
 def read_savepoint(location: str | CheckpointLocation,
-                   storage_options: dict[str, Any] | None = None) -> Savepoint:
-    """The savepoint at ``location``; an error if it is not one (or was not finished)."""
+                   storage_options: dict[str, Any] | None = None) -> SavepointManifest:
+    """What the savepoint at ``location`` records; an error if it is not one (or was not
+    finished). The function form of ``rockstate.Savepoint(location, storage_options)
+    .manifest()``."""
     loc = open_location(location, storage_options)
     return _parse_savepoint(loc, _listing_bytes(loc))
 
@@ -264,8 +272,8 @@ def _listed_file(entry: Any, fmt: int, where: str) -> SavepointFile:
     return SavepointFile(path, size, crc32=crc32)
 
 
-def _parse_savepoint(loc: CheckpointLocation, data: bytes) -> Savepoint:
-    """``_savepoint.json``'s bytes as a Savepoint (its digest theirs); damage is
+def _parse_savepoint(loc: CheckpointLocation, data: bytes) -> SavepointManifest:
+    """``_savepoint.json``'s bytes as a :class:`SavepointManifest` (its digest theirs); damage is
     CorruptCheckpointError naming the file."""
     path = loc.path(SAVEPOINT_FILE)
     doc = load_json(data, path, "the savepoint's file list")
@@ -276,11 +284,11 @@ def _parse_savepoint(loc: CheckpointLocation, data: bytes) -> Savepoint:
                                  f"{fmt}); upgrade rockstate to read it.")
         files = tuple(_listed_file(f, fmt, f"{path} (files[{i}])")
                       for i, f in enumerate(doc["files"]))
-        sp = Savepoint(url=loc.url, batch_id=_whole(doc["batchId"], "batchId"),
-                       state_version=_whole(doc["stateVersion"], "stateVersion"),
-                       query_id=str(doc["queryId"]), source=str(doc["source"]),
-                       created_at=str(doc["createdAt"]), files=files,
-                       digest=hashlib.sha256(data).hexdigest())
+        sp = SavepointManifest(url=loc.url, batch_id=_whole(doc["batchId"], "batchId"),
+                               state_version=_whole(doc["stateVersion"], "stateVersion"),
+                               query_id=str(doc["queryId"]), source=str(doc["source"]),
+                               created_at=str(doc["createdAt"]), files=files,
+                               digest=hashlib.sha256(data).hexdigest())
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as e:
         raise CorruptCheckpointError(f"{path} is damaged ({e!r} missing or wrong); restore the "
                                      "savepoint from a trusted copy.") from None
@@ -301,13 +309,13 @@ def is_savepoint(location: CheckpointLocation) -> bool:
 
 
 def expected_digest(value: str) -> str:
-    """A digest given to check a savepoint with, as ``Savepoint.digest`` spells it; a value
-    that is no SHA-256 is a mistake to name, not a mismatch."""
+    """A digest given to check a savepoint with, as ``SavepointManifest.digest`` spells it; a
+    value that is no SHA-256 is a mistake to name, not a mismatch."""
     digest = value.strip().lower()
     if not _SHA256.match(digest):
         raise RockstateError(
             f"the expected digest {value[:80]!r} is not a SHA-256 (64 hex digits); give the "
-            "digest `rockstate savepoint` printed (Savepoint.digest), or the output of "
+            "digest `rockstate savepoint` printed (SavepointManifest.digest), or the output of "
             f"`sha256sum {SAVEPOINT_FILE}` taken when the savepoint was made.")
     return digest
 
@@ -324,7 +332,7 @@ def check_savepoint(location: str | CheckpointLocation,
 
 
 def read_checked(loc: CheckpointLocation, expect_digest: str | None = None
-                 ) -> tuple[Savepoint | None, list[str]]:
+                 ) -> tuple[SavepointManifest | None, list[str]]:
     """The savepoint, read once, and its problems (the savepoint is None when its listing is
     not the expected one: nothing it says is trusted then)."""
     expected = None if expect_digest is None else expected_digest(expect_digest)
@@ -339,7 +347,7 @@ def read_checked(loc: CheckpointLocation, expect_digest: str | None = None
     return sp, _problems(loc, sp)
 
 
-def _problems(loc: CheckpointLocation, sp: Savepoint) -> list[str]:
+def _problems(loc: CheckpointLocation, sp: SavepointManifest) -> list[str]:
     problems = []
     crc32s: dict[str, int] = {}  # each file's CRC32 as read: the stores' manifests record them
     for f in sp.files:
@@ -380,7 +388,8 @@ def _problems(loc: CheckpointLocation, sp: Savepoint) -> list[str]:
     return problems + _missing_state(loc, sp, set(listed))
 
 
-def _missing_state(loc: CheckpointLocation, sp: Savepoint, listed: set[str]) -> list[str]:
+def _missing_state(loc: CheckpointLocation, sp: SavepointManifest, listed: set[str]
+                   ) -> list[str]:
     """The stores the query needs that the savepoint holds no state of. Spark's offset log
     entry of the savepoint's batch records how many partitions it ran on, its operator
     metadata which stores each operator keeps (and its commit log, in checkpoint format 2,
@@ -462,7 +471,11 @@ def restore(savepoint_url: str, checkpoint: str, *, new_query_id: bool = True,
     is only read. ``new_query_id``: the restored query gets an id of its own (Spark's
     ``metadata``), so it can run beside the original and other forks. ``expect_digest``: the
     ``digest`` ``savepoint`` returned; a savepoint whose ``_savepoint.json`` has another is
-    refused, nothing published."""
+    refused, nothing published.
+
+    The function form of ``rockstate.Savepoint(savepoint_url, storage_options)
+    .restore(checkpoint, storage_options=target_options, ...)``, which returns the new
+    location's handle."""
     src = open_location(savepoint_url, storage_options)
     sp, problems = read_checked(src, expect_digest)  # the listing read once: the one copied
     if problems or sp is None:
@@ -530,7 +543,7 @@ def _spark_path(checkpoint: str, relative: str, recorded: str) -> str:
         rest, relative)
 
 
-def _document(sp: Savepoint) -> bytes:
+def _document(sp: SavepointManifest) -> bytes:
     return (json.dumps({
         "savepointFormat": SAVEPOINT_FORMAT, "batchId": sp.batch_id,
         "stateVersion": sp.state_version, "queryId": sp.query_id, "source": sp.source,

@@ -68,7 +68,10 @@ def verify(location: str | CheckpointLocation,
            storage_options: dict[str, Any] | None = None,
            expect_digest: str | None = None) -> VerifyReport:
     """Checks a checkpoint location or a savepoint. ``expect_digest`` (savepoints only): the
-    ``digest`` ``savepoint`` returned; a ``_savepoint.json`` with another is a problem."""
+    ``digest`` ``savepoint`` returned; a ``_savepoint.json`` with another is a problem.
+
+    The function form of ``rockstate.Checkpoint(location, storage_options).verify()`` and of
+    ``rockstate.Savepoint(location, storage_options).verify(expect_digest)``."""
     loc = open_location(location, storage_options)
     report = VerifyReport(loc.url)
     if is_savepoint(loc):
