@@ -9,7 +9,7 @@ final case class AcknowledgedStore(
     storeDir: String, // relative to the checkpoint root
     snapshotManifest: String, // relative to storeDir
     versionManifest: String, // relative to storeDir
-    figures: SnapshotFigures,
+    figures: SnapshotAckStats,
     ackedAtMs: Long)
 
 object AcknowledgedStore {

@@ -42,9 +42,7 @@ object CheckpointReporter extends Logging {
     new SnapshotListener {
       override def completed(m: SnapshotManifest, path: String): Unit = {
         if (conf.isCheckpointVersion(m.version)) {
-          val figures = SnapshotFigures(m.stats.syncMs, m.stats.asyncMs, m.stats.bytesUploaded,
-            m.stats.bytesReused, m.stats.filesUploaded, m.stats.filesReused,
-            m.files.map(_.size).sum, m.numKeys)
+          val figures = SnapshotAckStats.of(m.stats, m.files.map(_.size).sum, m.numKeys)
           CheckpointPins.pend(root.toString, m.version, System.currentTimeMillis())
           // Format 3: the version file whose state the snapshot holds (its path is the id).
           val versionFile = if (VersionFile.isVersionFile(m.stateId)) m.stateId

@@ -93,7 +93,7 @@ object CompletionCheck {
     val storeDir = acks.head.storeDir
     listing.landed(version) match {
       case None => Left(s"version $version of $storeDir is missing at completion")
-      case Some(entry) if !entry.isLegacy =>
+      case Some(entry) if !entry.isManifest =>
         // A version file's path is its commit's unique id, the state id its snapshots carry.
         Right(acks.find(_.stateId == entry.path))
       case Some(entry) =>

@@ -15,5 +15,5 @@ final case class SnapshotAck(
     snapshotManifest: String, // relative to the store's directory
     versionManifest: String, // relative to the store's directory
     stateId: String, // the commit attempt whose state the snapshot holds (its changelog)
-    figures: SnapshotFigures,
+    figures: SnapshotAckStats,
     ackedAtMs: Long)

@@ -3,7 +3,7 @@ package io.rockstate.spark
 import org.apache.spark.sql.execution.streaming.state.{StateStoreCustomMetric, StateStoreCustomSizeMetric, StateStoreCustomSumMetric, StateStoreCustomTimingMetric}
 
 import io.rockstate.storage.local.BlockReads
-import io.rockstate.storage.{CommitFigures, LoadStats}
+import io.rockstate.storage.{CommitStats, LoadStats}
 
 /**
  * Custom state store metrics, summed over partitions by Spark and shown in
@@ -73,7 +73,7 @@ object RockstateMetrics {
     SnapshotsAutoRepaired, StateBytes, BlockCacheHits, BlocksRead, IndexBlocksRead,
     FilterBlocksRead, BlockBytesRead)
 
-  def values(c: CommitFigures, l: LoadStats, stateBytes: Long,
+  def values(c: CommitStats, l: LoadStats, stateBytes: Long,
       reads: BlockReads): Map[StateStoreCustomMetric, Long] =
     Map(
       CommitBytes -> c.commitBytes,

@@ -262,7 +262,7 @@ abstract class SparkStateStore(
         Some(db.lastCommitId), baseCheckpointId))
       SparkLine.reportCommit(newVersion, id, provider.hadoopConf)
       logInfo(s"rockstate committed version $newVersion of $id: " +
-        s"${db.commitFigures.changelogRecords} changes, ${db.commitFigures.commitBytes} bytes " +
+        s"${db.commitStats.changelogRecords} changes, ${db.commitStats.commitBytes} bytes " +
         s"written; lineage ${manifest.snapshot.map(_.version).getOrElse(0L)} + " +
         s"${manifest.changelogs.size} changelogs")
       newVersion
@@ -299,7 +299,7 @@ abstract class SparkStateStore(
   override def metrics: StateStoreMetrics = {
     val db = provider.db
     StateStoreMetrics(db.numKeys, db.memoryBytes,
-      RockstateMetrics.values(db.commitFigures, db.loadStats, db.stateBytes, blockReads))
+      RockstateMetrics.values(db.commitStats, db.loadStats, db.stateBytes, blockReads))
   }
 
   override def getStateStoreCheckpointInfo(): StateStoreCheckpointInfo =

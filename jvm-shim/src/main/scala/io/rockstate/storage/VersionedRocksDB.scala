@@ -10,7 +10,7 @@ import org.apache.spark.internal.Logging
 
 import io.rockstate.storage.conf.RockstateConf
 import io.rockstate.storage.format.{ChangeRecord, Changelog, ChangelogRef, ColumnFamilyEntry,
-  CommitStats, SnapshotManifest, SnapshotRef, SnapshotStats, VersionFile, VersionManifest}
+  CommitRecord, SnapshotManifest, SnapshotRef, SnapshotStats, VersionFile, VersionManifest}
 import io.rockstate.storage.local.{Elapsed, LocalRocksDB, LocalStoreFiles}
 import io.rockstate.storage.location.StoreCheckpointDir
 import io.rockstate.storage.restore.{ChangeFeed, CheckpointFetch, NewerSnapshot, SnapshotRepair,
@@ -79,7 +79,7 @@ final class VersionedRocksDB(
   private var lastLoad = LoadStats(0, 0, 0, 0)
   // Whether `loaded` was reached by this instance's commit rather than by a load.
   private var loadedByCommit = false
-  private var lastCommit = CommitFigures.Zero
+  private var lastCommit = CommitStats.Zero
   private var forceOwed = false
   private var commitId = ""
   // Whether the loaded lineage's values carry checksums: the store's, or for a new one the conf.
@@ -90,7 +90,7 @@ final class VersionedRocksDB(
   def numKeys: Long = keys
   def columnFamilyIds: Map[String, Int] = families
   def loadStats: LoadStats = lastLoad
-  def commitFigures: CommitFigures = lastCommit
+  def commitStats: CommitStats = lastCommit
   /** The unique id of the last commit (its version file's uuid): Spark's checkpoint id. */
   def lastCommitId: String = commitId
   /** Whether every value of the loaded version carries its row checksum (`RowChecksum`). */
@@ -432,7 +432,7 @@ final class VersionedRocksDB(
     // writes.
     if (!begun && syncMs == 0) rocksDB.flushIfAboveIdleShare()
     val (stats, done, failed) = snapshots.drainCompleted()
-    lastCommit = CommitFigures(fileBytes, log.records, syncMs, stats, done, failed,
+    lastCommit = CommitStats(fileBytes, log.records, syncMs, stats, done, failed,
       forcedSnapshots = if (forced && (syncMs > 0 || begun)) 1 else 0)
     manifest
   }
@@ -460,7 +460,7 @@ final class VersionedRocksDB(
     columnFamilies = familyEntries,
     snapshot = lineage.base,
     changelogs = lineage.chain,
-    commit = Some(CommitStats(log.file.length, log.records, commitMs)),
+    commit = Some(CommitRecord(log.file.length, log.records, commitMs)),
     createdAtMs = System.currentTimeMillis(),
     writer = VersionManifest.Writer,
     rowChecksums = checksums)

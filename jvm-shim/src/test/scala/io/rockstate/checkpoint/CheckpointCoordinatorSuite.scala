@@ -94,7 +94,7 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach {
     SnapshotAck(AckSource("query-1", run, checkpointRoot, 2, settings, k, version, "exec-1"),
       storeDir(k),
       manifest, if (versionFile) changelog else s"manifests/$version.json", changelog,
-      SnapshotFigures(1, 2, 100, 50, 1, 1, 150, rows), now)
+      SnapshotAckStats(1, 2, 100, 50, 1, 1, 150, rows), now)
   }
 
   private def decline(k: StoreKey, version: Long, counts: Boolean) =

@@ -56,7 +56,7 @@ object CoordinatorScaleBench {
         own("run-1"), own(root), 10, settings.copy(), k.copy(storeName = own(k.storeName)),
         version, own("17")), storeDir, own(s"snapshots/$version-a.json"),
         own(s"versions/$version-a.rsv"), own(s"versions/$version-a.rsv"),
-        SnapshotFigures(5, 50, 1000, 9000, 1, files - 1, 10000, 100), System.currentTimeMillis())
+        SnapshotAckStats(5, 50, 1000, 9000, 1, files - 1, 10000, 100), System.currentTimeMillis())
     }
     val heapBefore = usedHeap()
     val acking = System.nanoTime()

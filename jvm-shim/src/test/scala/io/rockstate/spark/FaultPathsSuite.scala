@@ -425,7 +425,7 @@ class FaultPathsSuite extends AnyFunSuite with StoreTestKit {
       db.load(version - 1)
       db.put(s"k$version".getBytes("UTF-8"), Array[Byte](version.toByte))
       db.commit(version, forceSnapshot = force)
-      db.commitFigures.forcedSnapshots
+      db.commitStats.forcedSnapshots
     }
     assert(commit(1, force = true) == 1)
     awaitSnapshot(1)

@@ -91,7 +91,7 @@ class VersionedRocksDBSuite extends AnyFunSuite {
         }
         assert(db.stateBytes == 0)
         db.commit(2, forceSnapshot = false)
-        assert(db.commitFigures.forcedSnapshots == 0)
+        assert(db.commitStats.forcedSnapshots == 0)
         val deadline = System.currentTimeMillis() + 60000
         while (db.stateBytes == 0) {
           assert(System.currentTimeMillis() < deadline, "the commit's flush never wrote an SST")
@@ -115,7 +115,7 @@ class VersionedRocksDBSuite extends AnyFunSuite {
         db.load(0)
         (1 to 50).foreach(i => db.put(f"v1-$i%03d".getBytes, Array[Byte](1)))
         db.commit(1, forceSnapshot = true)
-        assert(db.commitFigures.forcedSnapshots == 1 && db.commitFigures.snapshotSyncMs == 0)
+        assert(db.commitStats.forcedSnapshots == 1 && db.commitStats.snapshotSyncMs == 0)
         // The next batch's first write waits until the checkpoint has read version 1.
         val write = Future(db.put("v2-only".getBytes, Array[Byte](2)))
         pool.stillHeldAfter(300)

@@ -66,7 +66,7 @@ object StoreAudit {
     val snapshotFiles = snapshots.flatMap(p => dir.readSnapshotManifest(p, "audit").files.map(_.path))
     val referenced = (headers.flatMap(_._2.references) ++ snapshotFiles).toSet
     // Version files are owners: present whether or not a later lineage names them.
-    val versionFiles = entries.filterNot(_.isLegacy).map(_.path).toSet
+    val versionFiles = entries.filterNot(_.isManifest).map(_.path).toSet
     val present = dir.listAll().dataFiles.map(_._1).toSet
     val missing = (referenced -- present -- versionFiles).filterNot(p =>
       p.startsWith("snapshots/") && snapshots.contains(p)).toSeq.sorted

@@ -17,7 +17,7 @@ object StoreDirReads {
     /** The landed attempt of a version's manifest, its version file downloaded and checked. */
     def readVersionManifest(version: Long): VersionManifest = {
       val entry = dir.findVersion(version).getOrElse(throw dir.missingVersion(version))
-      if (entry.isLegacy) dir.readManifest(version)
+      if (entry.isManifest) dir.readManifest(version)
       else {
         val tmp = File.createTempFile("rockstate-version", ".rsv")
         try {

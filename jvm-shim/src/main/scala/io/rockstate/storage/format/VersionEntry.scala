@@ -5,7 +5,8 @@ package io.rockstate.storage.format
  * (`manifests/<version>.json`) present, with its modification time and length.
  */
 final case class VersionEntry(version: Long, path: String, mtime: Long, length: Long) {
-  def isLegacy: Boolean = path.startsWith("manifests/")
+  /** A format 1 or 2 manifest, not a version file. */
+  def isManifest: Boolean = path.startsWith("manifests/")
 }
 
 object VersionEntry {

@@ -34,18 +34,19 @@ final case class VersionManifest(
     columnFamilies: Seq[ColumnFamilyEntry],
     snapshot: Option[SnapshotRef],
     changelogs: Seq[ChangelogRef],
-    commit: Option[CommitStats],
+    commit: Option[CommitRecord],
     createdAtMs: Long,
     writer: String,
     files: Seq[StateFile] = Nil, // format 1 only
     rowChecksums: Boolean = false) { // format 4: every value carries a checksum (`RowChecksum`)
 
+  /** Format 1: the manifest lists the version's files; later formats name a lineage. */
   @com.fasterxml.jackson.annotation.JsonIgnore
-  def isLegacy: Boolean = formatVersion == 1
+  def isFormat1: Boolean = formatVersion == 1
 
   /** Every checkpoint path this manifest keeps alive (for the shared-file registry). */
   def references: Seq[String] =
-    if (isLegacy) files.map(_.path) else snapshot.map(_.path).toSeq ++ changelogs.map(_.path)
+    if (isFormat1) files.map(_.path) else snapshot.map(_.path).toSeq ++ changelogs.map(_.path)
 
   /**
    * Whether the snapshot manifest at `snapshotPath`, taken after the commit `snapshotStateId`,
@@ -60,7 +61,7 @@ final case class VersionManifest(
 
   /** The identity of the state this version holds: its own changelog's unique path. */
   def stateId: String = changelogs.lastOption.map(_.path).orElse(snapshot.map(_.path))
-    .getOrElse(if (isLegacy) s"legacy:$version" else "empty")
+    .getOrElse(if (isFormat1) s"legacy:$version" else "empty")
 }
 
 object VersionManifest {
@@ -82,8 +83,8 @@ object VersionManifest {
     if (!complete || !familiesComplete(m.columnFamilies)) throw missingFields(where)
     // Checkpoint input: every name it gives a file must stay inside the store (the files a
     // cleanup deletes and a load reads are these), checked before anything uses them.
-    if (m.isLegacy || m.files != null) checkFiles(m.files, where) // format 2+: empty, if any
-    if (!m.isLegacy) {
+    if (m.isFormat1 || m.files != null) checkFiles(m.files, where) // format 2+: empty, if any
+    if (!m.isFormat1) {
       m.snapshot.foreach(s => CheckpointPath.relative(s.path, s"manifest $where, snapshot.path"))
       m.changelogs.zipWithIndex.foreach { case (c, i) =>
         if (c == null) throw missingFields(where)
@@ -100,7 +101,7 @@ object VersionManifest {
       }
       f.copy(inPack = None)
     }
-    if (m.isLegacy) m.copy(files = files, snapshot = None, changelogs = Nil, commit = None)
+    if (m.isFormat1) m.copy(files = files, snapshot = None, changelogs = Nil, commit = None)
     else m.copy(files = files)
   }
 

@@ -247,7 +247,7 @@ final class StoreCheckpointDir(val root: Path, hadoopConf: Configuration,
    * header only, listing its lineage without the file itself.
    */
   def readEntryManifest(entry: VersionEntry): VersionManifest =
-    if (entry.isLegacy) readManifest(entry.version)
+    if (entry.isManifest) readManifest(entry.version)
     else {
       val path = resolve(entry.path)
       // Only the header is read (at most VersionFile's header bound).

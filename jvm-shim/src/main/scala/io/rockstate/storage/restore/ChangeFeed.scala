@@ -87,7 +87,7 @@ final class ChangeFeed(remote: StoreCheckpointDir, restore: SnapshotRestore,
         (fetch(RemoteFile(ref.path, ref.size, ref.crc32)), ref.path, ref.size, ref.crc32, false)
       case Listed(v, p) =>
         val entry = entryOf(v, p)
-        if (entry.isLegacy) {
+        if (entry.isManifest) {
           throw new IllegalStateException(s"rockstate: version $v of ${remote.root} was " +
             "written in checkpoint format 1, which keeps no per-version changes to read.")
         }

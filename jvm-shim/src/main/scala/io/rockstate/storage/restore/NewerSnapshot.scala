@@ -42,7 +42,7 @@ object NewerSnapshot {
         (m.copy(snapshot = Some(SnapshotRef(version, path)),
           changelogs = m.changelogs.filter(_.version > version)), s))
     }
-    if (m.isLegacy || m.changelogs.map(_.records).sum < MinReplayRecords) None
+    if (m.isFormat1 || m.changelogs.map(_.records).sum < MinReplayRecords) None
     else dir.listSnapshots().reverseIterator
       .filter { case (_, v, _) => lineage.contains(v) && conf.keepsSnapshotUntil(v, m.version + 1) }
       .flatMap { case (path, v, _) => rebased(path, v) }

@@ -33,7 +33,7 @@ final class SnapshotRestore(operatorId: Long, partitionId: Int, storeName: Strin
         throw remote.missingVersion(version, s" (attempt $p)"))
       case None => remote.findVersion(version).getOrElse(throw remote.missingVersion(version))
     }
-    val m = if (!entry.isLegacy) {
+    val m = if (!entry.isManifest) {
       val (file, crc) = fetch.selfChecked(entry.path, entry.length)
       val where = remote.resolve(entry.path).toString
       val parsed = VersionFile.read(file, entry.path, where, entry.length, crc)
@@ -43,7 +43,7 @@ final class SnapshotRestore(operatorId: Long, partitionId: Int, storeName: Strin
       }
       parsed.manifest
     } else remote.readManifest(version)
-    if (!m.isLegacy) m
+    if (!m.isFormat1) m
     else {
       // A format 2 snapshot manifest: it lists the small files one by one, as format 1 did.
       val snapshot = SnapshotManifest(2, version, operatorId,

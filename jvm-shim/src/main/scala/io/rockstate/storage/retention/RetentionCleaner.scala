@@ -66,7 +66,7 @@ final class RetentionCleaner(dir: StoreCheckpointDir, conf: RockstateConf) exten
       pastRetention.take(conf.maxVersionsToDeletePerMaintenance)
     } else pastRetention).toSet
     val expired = entries.filter(e => expiring.contains(e.version))
-    val (manifests, versionFiles) = expired.partition(_.isLegacy)
+    val (manifests, versionFiles) = expired.partition(_.isManifest)
     manifests.foreach { e =>
       dir.delete(e.path)
       manifestStamps.remove(e.path)
@@ -138,7 +138,7 @@ final class RetentionCleaner(dir: StoreCheckpointDir, conf: RockstateConf) exten
     manifestStamps.keySet.filterNot(present.contains).foreach(manifestStamps.remove)
     entries.foreach { e =>
       val stamp = ManifestStamp(e.mtime, e.length, storageNow)
-      val current = !e.isLegacy || manifestStamps.get(e.path).forall(_.stillDescribes(stamp))
+      val current = !e.isManifest || manifestStamps.get(e.path).forall(_.stillDescribes(stamp))
       if (!registry.isRegistered(e.path) || !current) {
         registry.unregister(e.path)
         val refs = try dir.readEntryManifest(e).references.filterNot(_ == e.path) catch {
@@ -148,7 +148,7 @@ final class RetentionCleaner(dir: StoreCheckpointDir, conf: RockstateConf) exten
             Nil
         }
         registry.register(e.path, refs)
-        if (e.isLegacy) manifestStamps(e.path) = stamp
+        if (e.isManifest) manifestStamps(e.path) = stamp
       }
     }
     registerSnapshots(snapshotPaths)

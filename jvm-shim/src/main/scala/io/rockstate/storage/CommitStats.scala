@@ -3,7 +3,7 @@ package io.rockstate.storage
 import io.rockstate.storage.format.SnapshotStats
 
 /** What the last commit did, for the batch's metrics. */
-final case class CommitFigures(
+final case class CommitStats(
     commitBytes: Long, // written to the checkpoint location on the task's path
     changelogRecords: Long,
     snapshotSyncMs: Long, // a snapshot this commit took on its own path (0: none)
@@ -12,6 +12,6 @@ final case class CommitFigures(
     snapshotsFailed: Int,
     forcedSnapshots: Int = 0) // 1: this commit began a snapshot Spark forced (forceSnapshotOnCommit)
 
-object CommitFigures {
-  val Zero: CommitFigures = CommitFigures(0, 0, 0, SnapshotStats.Zero, 0, 0)
+object CommitStats {
+  val Zero: CommitStats = CommitStats(0, 0, 0, SnapshotStats.Zero, 0, 0)
 }
