@@ -14,7 +14,8 @@ import io.rockstate.storage.snapshot.SnapshotListener
 
 /**
  * The executor's end of checkpoint reporting: acknowledgements and declines go to the driver
- * through the plugin's one-way `send`, from the snapshot upload threads, never a task's. Set
+ * through the plugin's one-way `send`, so the thread that tells it (an upload thread, or the
+ * task for a snapshot on the commit path or a declined one) never waits for the driver. Set
  * up by the rockstate plugin; without it stores work as before and nothing is reported.
  */
 object CheckpointReporter extends Logging {

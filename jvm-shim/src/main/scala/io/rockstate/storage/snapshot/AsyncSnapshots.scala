@@ -5,7 +5,7 @@ import java.util.concurrent.atomic.AtomicReference
 import org.apache.spark.internal.Logging
 
 import io.rockstate.storage.conf.RockstateConf
-import io.rockstate.storage.format.{SnapshotRef, SnapshotStats}
+import io.rockstate.storage.format.{SnapshotManifest, SnapshotRef, SnapshotStats}
 import io.rockstate.storage.local.Elapsed
 
 /**
@@ -32,8 +32,15 @@ final class AsyncSnapshots(storeId: String, storeDir: String, conf: RockstateCon
     (newestSnapshot.get.toSeq ++ ConfirmedSnapshots.get(storeDir)).distinct
       .sortBy(-_._1.version)
 
-  /** A snapshot the task took itself (on the commit path) is the newest confirmed one. */
-  def confirmedOnCommitPath(ref: SnapshotRef, stateId: String): Unit = confirmed(ref, stateId)
+  /**
+   * Confirms a snapshot that landed (`m`, its manifest at `path`), from the commit path or an
+   * upload thread alike: its SSTs in `files`, for later snapshots to reuse, and itself as this
+   * store's newest confirmed snapshot, the one the next commits rebase onto.
+   */
+  def confirmLanded(m: SnapshotManifest, path: String, files: ConfirmedFiles): Unit = {
+    files.confirm(m.files.filter(_.kind == "sst"), path)
+    confirmed(SnapshotRef(m.version, path), m.stateId)
+  }
 
   /** Forgets `snapshot` wherever it is still the newest: it was deleted before a commit used it. */
   def forget(snapshot: (SnapshotRef, String)): Unit = {
@@ -79,8 +86,7 @@ final class AsyncSnapshots(storeId: String, storeDir: String, conf: RockstateCon
       if (inFlight.get eq upload) {
         result match {
           case Right((m, path)) =>
-            job.confirmed.confirm(m.files.filter(_.kind == "sst"), path)
-            confirmed(SnapshotRef(m.version, path), m.stateId)
+            confirmLanded(m, path, job.confirmed)
             logInfo(s"rockstate snapshot of version ${m.version} of $storeId uploaded: " +
               s"${m.stats.filesUploaded} files / ${m.stats.bytesUploaded} bytes new, " +
               s"${m.stats.filesReused} files / ${m.stats.bytesReused} bytes shared")

@@ -4,7 +4,9 @@ import io.rockstate.storage.format.SnapshotManifest
 
 /**
  * Told what became of the snapshot a commit started: the checkpoint coordinator's executor end
- * listens (io.rockstate.checkpoint.CheckpointReporter). Called from upload threads.
+ * listens (io.rockstate.checkpoint.CheckpointReporter). Called from upload threads, and from
+ * the task for a snapshot taken on the commit path or one declined because the previous upload
+ * still runs: a listener must not block.
  */
 trait SnapshotListener { self =>
   def completed(manifest: SnapshotManifest, path: String): Unit

@@ -7,7 +7,7 @@ import scala.util.control.NonFatal
 import org.apache.commons.io.FileUtils
 
 import io.rockstate.storage.conf.RockstateConf
-import io.rockstate.storage.format.{SnapshotManifest, SnapshotRef}
+import io.rockstate.storage.format.SnapshotManifest
 import io.rockstate.storage.local.{Elapsed, LocalCheckpointPool, LocalRocksDB, LocalStoreFiles}
 import io.rockstate.storage.location.StoreCheckpointDir
 
@@ -38,8 +38,7 @@ private[storage] final class SyncSnapshots(checkpointDir: StoreCheckpointDir,
       source.checkpointTo(checkpoint)
       val (m, path) = SnapshotJob(manifest, checkpoint, checkpointDir, local, files, conf,
         startedNanos).run(background = false)
-      files.confirm(m.files.filter(_.kind == "sst"), path)
-      snapshots.confirmedOnCommitPath(SnapshotRef(m.version, path), m.stateId)
+      snapshots.confirmLanded(m, path, files)
       listener.completed(m, path)
       (m, path)
     } finally FileUtils.deleteQuietly(checkpoint)
