@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from support import faults
 from support.testkit_jar import testkit_jar
 
 # Python workers run this interpreter: a `python3` off PATH may carry another pyspark line.
@@ -75,6 +76,8 @@ class Sessions:
                        .config(sink + "period", "2").config(sink + "unit", "seconds")
                        .config(sink + "directory", METRICS_DIR))
         builder = builder.config("spark.jars", str(testkit_jar()))
+        for key, value in faults.session_confs().items():  # rsfault://, for the kill tests
+            builder = builder.config(key, value)
         builder = self.s3.configure(builder)  # both add to spark.jars
         self.session = rockstate.configure(
             builder, blockCacheSizeMB=32, snapshotInterval=2).getOrCreate()

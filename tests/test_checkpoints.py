@@ -16,6 +16,7 @@ import pytest
 from pyspark.sql import functions as F
 
 import rockstate
+from support import faults
 from support.executors import kill_an_executor
 from support.polling import wait_for
 from support.queries import SCHEMA, keyed_batches, two_operators
@@ -126,8 +127,7 @@ def test_executor_killed_mid_snapshot_its_checkpoint_never_completes(cluster_spa
     app_id = spark.sparkContext.applicationId
     # Each snapshot file takes 0.6 s to upload: version 2's snapshots are still uploading when
     # an executor is killed right after batch 1 (which commits version 2).
-    confs = {"spark.sql.shuffle.partitions": str(PARTITIONS),
-             SETTING + "testing.snapshotUploadDelayMs": "600"}
+    confs = {"spark.sql.shuffle.partitions": str(PARTITIONS)}
     batches = keyed_batches(8)
     killed: list[int] = []
     queries: list = []
@@ -156,9 +156,11 @@ def test_executor_killed_mid_snapshot_its_checkpoint_never_completes(cluster_spa
 
     oracle = run_stream(spark, HDFS, two_operators, batches, workdir=workdir,
                         name="ck-kill-oracle", schema=SCHEMA, confs=confs)
-    mine = run_stream(spark, rockstate.PROVIDER_CLASS, two_operators, batches,
-                      workdir=workdir, name="ck-kill", schema=SCHEMA, confs=confs,
-                      before_batch=before, after_batch=remember)
+    with faults.slow_uploads(600):
+        mine = run_stream(spark, rockstate.PROVIDER_CLASS, two_operators, batches,
+                          workdir=workdir, name="ck-kill", schema=SCHEMA, confs=confs,
+                          before_batch=before, after_batch=remember,
+                          checkpoint=faults.on_faults(workdir / "ck-kill-checkpoint"))
     assert killed
     assert_same_outputs(oracle, mine)
     view = queries[-1]
@@ -167,10 +169,11 @@ def test_executor_killed_mid_snapshot_its_checkpoint_never_completes(cluster_spa
     assert completed[-1] >= 4
     aborted = {c.version: c.reason for c in view.aborted}
     assert 2 in aborted and "subsumed" in aborted[2], aborted
-    assert sorted(_metadata(mine.checkpoint)) == completed
+    checkpoint = faults.local(mine.checkpoint)
+    assert sorted(_metadata(checkpoint)) == completed
     # No completed checkpoint ever references a missing file.
-    _assert_files_present(mine.checkpoint, view.completed)
-    report = rockstate.verify(str(mine.checkpoint))
+    _assert_files_present(checkpoint, view.completed)
+    report = rockstate.verify(str(checkpoint))
     assert report.ok, [str(p) for p in report.problems]
     assert_checkpoint_sound(spark, mine.checkpoint, retained=5, orphans_allowed=True)
 
@@ -179,7 +182,6 @@ def test_too_many_failed_checkpoints_fail_the_query_with_a_clear_error(spark, wo
     # Uploads take 0.5 s a file and 4 stores share 2 upload threads, so the last
     # acknowledgements come seconds after the first: every checkpoint times out at 300 ms.
     confs = {"spark.sql.shuffle.partitions": str(PARTITIONS),
-             SETTING + "testing.snapshotUploadDelayMs": "500",
              SETTING + "checkpointTimeoutMs": "300",
              SETTING + "tolerableCheckpointFailures": "0"}
     seen: list = []
@@ -190,10 +192,11 @@ def test_too_many_failed_checkpoints_fail_the_query_with_a_clear_error(spark, wo
                                   "the checkpoint to time out"))
             time.sleep(1)
 
-    with pytest.raises(Exception) as failure:
+    with faults.slow_uploads(500), pytest.raises(Exception) as failure:
         run_stream(spark, rockstate.PROVIDER_CLASS, two_operators, keyed_batches(4),
                    workdir=workdir, name="ck-fail", schema=SCHEMA, confs=confs,
-                   after_batch=wait_for_failure)
+                   after_batch=wait_for_failure,
+                   checkpoint=faults.on_faults(workdir / "ck-fail-checkpoint"))
     view = seen[0]
     assert view.aborted[0].version == 2 and "expired after 300 ms" in view.aborted[0].reason
     assert "tolerableCheckpointFailures" in str(failure.value), str(failure.value)[:2000]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from support import faults
 from support.executors import run_with_executor_kill
 from support.polling import wait_for
 
@@ -31,8 +32,6 @@ def test_every_executor_reports_its_shared_memory_to_the_driver(cluster_spark):
     assert len({r["executorId"] for r in ready}) >= 2
 
 
-SETTING = "spark.sql.streaming.stateStore.rockstate."
-
 
 def test_killed_executor_restores_state_from_the_checkpoint(cluster_spark, workdir: Path):
     mine = run_with_executor_kill(cluster_spark, workdir, "kill", n=6, kill_before=3)
@@ -45,13 +44,15 @@ def test_killed_executor_restores_state_from_the_checkpoint(cluster_spark, workd
 def test_executor_killed_during_a_snapshot_upload_loses_nothing(cluster_spark, workdir: Path):
     # Each snapshot file takes 1.5 s to upload: the snapshot version 2 started is still
     # uploading when the executor dies two batches later.
-    run_with_executor_kill(cluster_spark, workdir, "kill-upload", n=6, kill_before=3,
-                           confs={SETTING + "testing.snapshotUploadDelayMs": "1500"})
+    with faults.slow_uploads(1500):
+        run_with_executor_kill(cluster_spark, workdir, "kill-upload", n=6, kill_before=3,
+                               checkpoint=faults.on_faults(workdir / "kill-upload-checkpoint"))
 
 
 @pytest.mark.main_line_only  # rockstate's own protocol: one kill runs on every line
 def test_executor_killed_during_cleanup_loses_nothing(cluster_spark, workdir: Path):
-    # From version 6 on cleanup expires versions every second and pauses 3 s between deleting
-    # manifests and deleting their files: the kill lands inside a cleanup.
-    run_with_executor_kill(cluster_spark, workdir, "kill-cleanup", n=10, kill_before=8,
-                           confs={SETTING + "testing.cleanupDelayMs": "3000"})
+    # From version 6 on cleanup expires versions every second and pauses 3 s after each version
+    # file it deletes: the kill lands inside a cleanup.
+    with faults.slow_cleanup(3000):
+        run_with_executor_kill(cluster_spark, workdir, "kill-cleanup", n=10, kill_before=8,
+                               checkpoint=faults.on_faults(workdir / "kill-cleanup-checkpoint"))

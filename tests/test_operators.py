@@ -15,6 +15,7 @@ import pytest
 from pyspark.sql import functions as F
 
 import rockstate
+from support import faults
 from support.queries import BATCHES, SCHEMA, events, join, pandas_count_until_timeout, sided
 from support.savepoints import settled
 from support.streams import HDFS, assert_same_as_oracle, assert_same_outputs, run_stream
@@ -211,13 +212,15 @@ def test_unload_on_commit_keeps_snapshots_and_rebases_onto_them(spark, workdir: 
     run_stream(spark, rockstate.PROVIDER_CLASS, agg, BATCHES[:1], workdir=workdir,
                name="starts-maintenance", schema=SCHEMA, restart_at=None)
     batches = [events(b, "abcdefgh"[b % 4: b % 4 + 4]) for b in range(6)]
-    _, run = assert_same_as_oracle(
-        spark, agg, batches,
-        workdir=workdir, name="unload-on-commit", schema=SCHEMA, restart_at=None,
-        confs={"spark.sql.streaming.stateStore.unloadOnCommit": "true"},
-        rockstate_confs={SETTING + "testing.snapshotUploadDelayMs": "2000"})
+    with faults.slow_uploads(2000):
+        _, run = assert_same_as_oracle(
+            spark, agg, batches,
+            workdir=workdir, name="unload-on-commit", schema=SCHEMA, restart_at=None,
+            confs={"spark.sql.streaming.stateStore.unloadOnCommit": "true"},
+            checkpoint_root=faults.on_faults(workdir))
     snapshots = sorted(int(p.name.split("-")[0]) for p in
-                       (Path(run.checkpoint) / "state" / "0" / "0" / "snapshots").glob("*.json"))
+                       (faults.local(run.checkpoint) / "state" / "0" / "0" / "snapshots")
+                       .glob("*.json"))
     assert snapshots and snapshots[-1] == len(batches), snapshots
     metrics = _metrics(run)
     partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
@@ -255,7 +258,7 @@ def _lineages(run, metrics: list[dict]) -> str:
             "rockstateLoadMs", "rockstateBytesDownloaded")
     lines = [f"batch {b}: " + ", ".join(f"{k}={m.get(k)}" for k in keys)
              for b, m in enumerate(metrics)]
-    loc = rockstate.CheckpointLocation(str(run.checkpoint))
+    loc = rockstate.CheckpointLocation(str(faults.local(run.checkpoint)))
     for store in loc.stores(operator=0):
         for version in loc.versions(store):
             m = loc.manifest(store, version)
@@ -298,10 +301,11 @@ def test_row_checksums_agree_with_the_oracle_and_stay_with_the_checkpoint(spark,
 def test_query_stopped_while_a_snapshot_uploads_loses_nothing(spark, workdir: Path):
     """Stop between a snapshot's local part and its upload; restart; nothing is lost."""
     batches = [events(b, "abcdefgh"[b % 4: b % 4 + 4]) for b in range(6)]
-    slow = {SETTING + "testing.snapshotUploadDelayMs": "700"}
-    assert_same_as_oracle(
-        spark, lambda s: s.groupBy("key").agg(F.sum("value").alias("total")), batches,
-        workdir=workdir, name="stop-mid-upload", schema=SCHEMA, restart_at=2, confs=slow)
+    with faults.slow_uploads(700):
+        assert_same_as_oracle(
+            spark, lambda s: s.groupBy("key").agg(F.sum("value").alias("total")), batches,
+            workdir=workdir, name="stop-mid-upload", schema=SCHEMA, restart_at=2,
+            checkpoint_root=faults.on_faults(workdir))
 
 
 @MAIN_LINE_ONLY

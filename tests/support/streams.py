@@ -225,7 +225,7 @@ def assert_same_as_oracle(spark, build, batches, *, workdir: Path, name: str, sc
         for label, p in (("oracle", oracle_provider), ("rockstate", rockstate.PROVIDER_CLASS))
     }
     oracle, mine = runs[oracle_provider], runs[rockstate.PROVIDER_CLASS]
-    readable = str(mine.checkpoint).replace("s3a://", "s3://", 1)
+    readable = str(mine.checkpoint).replace("s3a://", "s3://", 1).replace("rsfault://", "", 1)
     assert rockstate.provider_class(readable, storage_options) == \
         rockstate.PROVIDER_CLASS
     assert oracle.all_rows(), f"{name}: the oracle produced no output; the case tests nothing"

@@ -17,6 +17,7 @@ import io.rockstate.storage._
 import io.rockstate.storage.conf.RockstateConf
 import io.rockstate.storage.format.{SnapshotManifest, SnapshotStats}
 import io.rockstate.storage.local.LocalStoreFiles
+import io.rockstate.storage.location.StoreCheckpointDir
 import io.rockstate.storage.snapshot.{ConfirmedFiles, SnapshotJob}
 import io.rockstate.testing.{FaultInjectingFileSystem, FaultRule, StoreAudit}
 import io.rockstate.testing.StoreDirReads._
@@ -51,9 +52,11 @@ class FaultPathsSuite extends AnyFunSuite with StoreTestKit {
     // commits again elsewhere (batch 8 ran on another executor), a cleanup with no grace
     // deletes it. The instance that took it must not rebase onto it afterwards.
     val conf = Map(RockstateConf.SnapshotInterval.key -> "3", RockstateConf.OrphanFileGraceMs.key -> "0")
-    val p = provider(extra = conf + (RockstateConf.TestUploadDelayMs.key -> "1500"))
+    FaultInjectingFileSystem.setRules(Seq(FaultRule.slowUploads(1500)))
+    val p = provider(scheme = "rsfault", extra = conf)
     (1 to 7).foreach(v => commitVersions(p, v to v)((_, s) => rows(v)(v, s)))
     assert(p.db.awaitUploads(60000))
+    FaultInjectingFileSystem.reset()
     assert(remote().listSnapshots().map(_._2) == Seq(3L))
     val elsewhere = provider(executor = 1, extra = conf)
     commitVersions(elsewhere, 8 to 8)((_, s) => rows(8)(8, s))
@@ -77,7 +80,11 @@ class FaultPathsSuite extends AnyFunSuite with StoreTestKit {
     assert(shared.nonEmpty)
     // Snapshot 2 reuses snapshot 1's SSTs; while it uploads its own files (slowly), cleanup
     // on another executor drops snapshot 1 and deletes its files.
-    val slowConf = p.conf.updated(RockstateConf.TestUploadDelayMs, "700")
+    // Its uploads go through a location whose every file takes 0.7 s.
+    FaultInjectingFileSystem.setRules(Seq(FaultRule("create", FaultRule.UploadedFiles, "before",
+      "pause:700", 1, "any", every = true)))
+    val slowDir = new StoreCheckpointDir(
+      new org.apache.hadoop.fs.Path(s"rsfault://${storeDir.getAbsolutePath}"), hadoopConf)
     val cleaner = new Thread(() => {
       Thread.sleep(300)
       dir.delete(owner)
@@ -88,9 +95,9 @@ class FaultPathsSuite extends AnyFunSuite with StoreTestKit {
     p.db.rocksDB.checkpointTo(checkpoint)
     val confirmed = new ConfirmedFiles(shared, owner)
     val job = SnapshotJob(SnapshotManifest(2, 2, 0, 0, "default", "s", 50, false, Nil, Nil,
-      SnapshotStats.Zero, 0, "test"), checkpoint, dir,
+      SnapshotStats.Zero, 0, "test"), checkpoint, slowDir,
       LocalStoreFiles.forStore(dir.root.toString, "job", new File(root, "job").getPath),
-      confirmed, slowConf, System.nanoTime())
+      confirmed, p.conf, System.nanoTime())
     cleaner.start()
     val e = intercept[java.io.IOException](job.run())
     cleaner.join()
@@ -226,8 +233,8 @@ class FaultPathsSuite extends AnyFunSuite with StoreTestKit {
     // This executor sees every modification time an hour old (its clock an hour ahead). The
     // orphan rule compares storage times with storage times, so it is not fooled.
     FaultInjectingFileSystem.setSkewMs(-3600000L)
-    val p = provider(scheme = "rsfault", extra = Map(RockstateConf.SnapshotInterval.key -> "2",
-      RockstateConf.TestUploadDelayMs.key -> "400"))
+    FaultInjectingFileSystem.setRules(Seq(FaultRule.slowUploads(400)))
+    val p = provider(scheme = "rsfault", extra = Map(RockstateConf.SnapshotInterval.key -> "2"))
     commitVersions(p, 1 to 2)((v, s) => rows(v)(v, s)) // snapshot 2 uploads, 0.4 s a file
     Thread.sleep(600) // some of its files are up, its manifest is not
     p.doCleanupMaintenance()
@@ -290,8 +297,9 @@ class FaultPathsSuite extends AnyFunSuite with StoreTestKit {
   }
 
   test("5. a hung upload is abandoned, counted failed, and the changelog chain stays bounded") {
-    val p = provider(extra = Map(RockstateConf.SnapshotInterval.key -> "2",
-      RockstateConf.TestUploadDelayMs.key -> "2500", RockstateConf.SnapshotUploadTimeoutMs.key -> "300"))
+    FaultInjectingFileSystem.setRules(Seq(FaultRule.slowUploads(2500)))
+    val p = provider(scheme = "rsfault", extra = Map(RockstateConf.SnapshotInterval.key -> "2",
+      RockstateConf.SnapshotUploadTimeoutMs.key -> "300"))
     var failed = 0L
     (1 to 9).foreach { v =>
       if (v > 2) Thread.sleep(350) // past the timeout of the upload under way

@@ -22,7 +22,7 @@ import io.rockstate.storage.format.{Changelog, CheckpointJson, CorruptCheckpoint
 import io.rockstate.storage.local.{OpenInstances, ReadKeys}
 import io.rockstate.storage.location.StoreCheckpointDir
 import io.rockstate.storage.retention.RetentionCleaner
-import io.rockstate.testing.{StoreAudit, StoreAuditReport}
+import io.rockstate.testing.{FaultInjectingFileSystem, FaultRule, StoreAudit, StoreAuditReport}
 import io.rockstate.testing.StoreDirReads._
 
 /** The store driven directly, without a query: every version, family and encoding. */
@@ -196,14 +196,16 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
   test("a snapshot uploaded during a cleanup stays in the local files (local recovery)") {
     // The cleanup decides what the cache keeps from a listing it takes first; a snapshot that
     // lands after that listing is not in it, and must not be pruned from the cache by it.
-    val p = provider(extra = Map(RockstateConf.SnapshotInterval.key -> "2",
-      RockstateConf.TestCleanupDelayMs.key -> "3000"))
+    val p = provider(scheme = "rsfault", extra = Map(RockstateConf.SnapshotInterval.key -> "2"))
     // Each snapshot lands before the next commit, so every later version rebases onto it and
     // the oldest versions expire.
     Seq(1 to 2, 3 to 4, 5 to 6, 7 to 7).foreach { versions =>
       commitVersions(p, versions)((v, s) => (1 to 50).foreach(i => s.put(key(s"k$i", v), value(i))))
       assert(p.awaitSnapshot(60000))
     }
+    // The cleanup pauses 3 s once it expired version 1.
+    FaultInjectingFileSystem.setRules(Seq(
+      FaultRule("delete", "/versions/1-", "after", "pause:3000", 1, "any")))
     val cleanup = new Thread(() => p.doMaintenance())
     cleanup.start()
     // Version 1 expires after the listing and before the cleanup's pause: it is listed by now.
@@ -221,7 +223,8 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     commitVersions(p, 9 to 9)((v, s) => s.put(key("late", v), value(v)))
     assert(cleanup.isAlive, "the cleanup ended before the snapshot uploaded: no race was made")
     cleanup.join(60000)
-    val restarted = provider().getReadStore(9).asInstanceOf[StateStore]
+    FaultInjectingFileSystem.reset()
+    val restarted = provider(scheme = "rsfault").getReadStore(9).asInstanceOf[StateStore]
     assert(contents(restarted).size == 7 * 50 + 2)
     assert(metric(restarted, "rockstateBytesDownloaded") == 0)
   }
@@ -825,8 +828,9 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
   }
 
   test("a snapshot is referenced only once its upload is confirmed") {
-    val p = provider(extra = Map(RockstateConf.SnapshotInterval.key -> "2",
-      RockstateConf.TestUploadDelayMs.key -> "400", "spark.sql.streaming.minBatchesToRetain" -> "10"))
+    FaultInjectingFileSystem.setRules(Seq(FaultRule.slowUploads(400)))
+    val p = provider(scheme = "rsfault", extra = Map(RockstateConf.SnapshotInterval.key -> "2",
+      "spark.sql.streaming.minBatchesToRetain" -> "10"))
     commitVersions(p, 1 to 3)((v, s) => (1 to 100).foreach(i => s.put(key(s"k$i", v), value(v))))
     val dir = remote()
     // Snapshot 2 is still uploading: version 3 rebuilds from the changelogs alone.
@@ -837,6 +841,7 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     commitVersions(p, 4 to 4)((_, s) => s.put(key("x", 4), value(4)))
     val m = dir.readVersionManifest(4)
     assert(m.snapshot.map(_.version).contains(2L) && m.changelogs.map(_.version) == Seq(3L, 4L))
+    FaultInjectingFileSystem.reset()
     assert(contents(provider(executor = 1).getReadStore(4)).size == 301)
   }
 

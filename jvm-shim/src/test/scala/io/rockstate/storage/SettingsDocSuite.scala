@@ -26,7 +26,6 @@ class SettingsDocSuite extends AnyFunSuite {
   private def unquoted(cell: String) = cell.stripPrefix("`").stripSuffix("`")
 
   private val own = RockstateConf.All.filter(_.key.startsWith(RockstateConf.Prefix))
-    .filterNot(_.key.startsWith(RockstateConf.Prefix + "testing."))
   private val sparks = RockstateConf.All.filterNot(_.key.startsWith(RockstateConf.Prefix))
 
   test("every setting RockstateConf declares is in RockstateConf.All, and its default is valid") {
@@ -59,11 +58,5 @@ class SettingsDocSuite extends AnyFunSuite {
       assert(row.isDefined, s"${s.key} is not in docs/configuration.md's Spark table")
       assert(Default.findFirstMatchIn(row.get).map(_.group(1).trim).contains(s.default), row.get)
     }
-  }
-
-  test("the testing settings are named in the docs as tests only") {
-    val testing = RockstateConf.All.filter(_.key.startsWith(RockstateConf.Prefix + "testing."))
-    assert(testing.nonEmpty)
-    testing.foreach(s => assert(doc.exists(_.contains(s.key.stripPrefix(RockstateConf.Prefix)))))
   }
 }

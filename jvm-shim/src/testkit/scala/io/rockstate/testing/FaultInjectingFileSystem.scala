@@ -32,9 +32,9 @@ import io.rockstate.storage.format.CheckpointJson
  *
  * `skewMs` shifts every modification time this process reports, as a machine whose clock is
  * off would see storage time; `skewExecutors` says where ("all", "odd" or "even" executor
- * ids). Each rule fires once per process; a plan rule with an `id` fires once across all
- * processes (it leaves `fired-<id>` beside the plan first, so a replacement executor does not
- * die at the same point again). Never used unless a location says `rsfault://`.
+ * ids). Each rule fires once per process, or on every match (`"every": true`); a plan rule
+ * with an `id` fires once across all processes (it leaves `fired-<id>` beside the plan first,
+ * so a replacement executor does not die at the same point again). Never used unless a location says `rsfault://`.
  */
 class FaultInjectingFileSystem extends RawLocalFileSystem {
   import FaultInjectingFileSystem._
@@ -135,7 +135,8 @@ object FaultInjectingFileSystem {
         val rules = tree.path("rules").elements().asScala.map { r =>
           FaultRule(r.path("op").asText(), r.path("pathRegex").asText(), r.path("when")
             .asText("before"), r.path("action").asText(), r.path("nth").asInt(1),
-            r.path("process").asText("executor"), r.path("id").asText(""))
+            r.path("process").asText("executor"), r.path("id").asText(""),
+            r.path("every").asBoolean(false), r.path("thread").asText(""))
         }.toSeq
         plan = (stamp, rules, tree.path("skewMs").asLong(0), tree.path("skewExecutors")
           .asText("all"))
@@ -166,7 +167,7 @@ object FaultInjectingFileSystem {
     rules.find(r => r.matches(op, path, when) && inProcess(r.process) &&
       !fired(r).exists(_.exists)).foreach { r =>
       val n = seen.computeIfAbsent(r, _ => new AtomicInteger()).incrementAndGet()
-      if (n == r.nth && fired(r).forall(_.createNewFile())) {
+      if (r.every || (n == r.nth && fired(r).forall(_.createNewFile()))) {
         System.err.println(s"rockstate fault injection: ${r.action} $when $op $path " +
           s"(executor $executorId)")
         System.err.flush()

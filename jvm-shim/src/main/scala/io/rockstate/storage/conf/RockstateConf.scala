@@ -44,8 +44,6 @@ final class RockstateConf private (confs: Map[String, String], sparkMinVersionsT
   val maxOpenStores: Int = MaxOpenStores.in(confs)
   val rowChecksums: Boolean = RowChecksumEnabled.in(confs)
   val rowChecksumReadRatio: Long = RowChecksumReadRatio.in(confs)
-  val testUploadDelayMs: Long = TestUploadDelayMs.in(confs)
-  val testCleanupDelayMs: Long = TestCleanupDelayMs.in(confs)
 
   /**
    * Unset, the checkpoint timeout follows a shortened grace; set, it must fit it: no snapshot a
@@ -195,12 +193,6 @@ object RockstateConf {
     "new stores keep a checksum with every value")
   val RowChecksumReadRatio: Setting[Long] = sparks("rowChecksum.readVerificationRatio", "1",
     Whole(0), "every N-th read checks its row's checksum (0: none)")
-  // Testing only: a pause before each background snapshot file upload (and its manifest), to
-  // kill or stop mid-upload; a pause in cleanup between deleting manifests and their files.
-  val TestUploadDelayMs: Setting[Long] = own("testing.snapshotUploadDelayMs", "0", Whole(0),
-    "tests only: a pause before each snapshot upload")
-  val TestCleanupDelayMs: Setting[Long] = own("testing.cleanupDelayMs", "0", Whole(0),
-    "tests only: a pause inside cleanup")
 
   /** Every setting, as docs/configuration.md lists them. */
   val All: Seq[Setting[_]] = Seq(BlockCacheSizeMB, HighPriorityPoolRatio, WriteBufferManagerMB,
@@ -210,7 +202,7 @@ object RockstateConf {
     MaxOpenStores, CheckpointsRetained, CheckpointTimeoutMs, TolerableCheckpointFailures,
     TrackTotalNumberOfRows, ReadKeysHeld, AutoSnapshotRepair, RepairAfterFailures,
     RepairMaxReplay, MaxVersionsToDeletePerMaintenance, UnloadOnCommit, RowChecksumEnabled,
-    RowChecksumReadRatio, TestUploadDelayMs, TestCleanupDelayMs)
+    RowChecksumReadRatio)
 
   /** Reads the settings; `minVersionsToRetain` is Spark's own `minBatchesToRetain`. */
   def from(confs: Map[String, String], minVersionsToRetain: Int): RockstateConf =

@@ -73,7 +73,6 @@ final class RetentionCleaner(dir: StoreCheckpointDir, conf: RockstateConf) exten
       freed ++= registry.unregister(e.path)
     }
     val goneFiles = expireVersionFiles(versionFiles, freed)
-    if (expired.nonEmpty && conf.testCleanupDelayMs > 0) Thread.sleep(conf.testCleanupDelayMs)
     // Snapshots from the oldest pinned version on stay even when that version's own manifest
     // is gone: a completed checkpoint names a snapshot manifest, not a version.
     val oldestRetained = (retained ++ pinned).min

@@ -30,7 +30,7 @@ final case class SnapshotJob(
     takenAtNanos: Long) {
 
   /** Runs the upload; returns the written manifest and its path. */
-  def run(background: Boolean = true): (SnapshotManifest, String) = {
+  def run(): (SnapshotManifest, String) = {
     val version = manifest.version
     val files = Option(checkpoint.listFiles()).getOrElse(Array.empty[File]).toSeq.sortBy(_.getName)
     // A checkpoint without RocksDB's CURRENT and MANIFEST cannot be opened: never publish it.
@@ -45,13 +45,11 @@ final case class SnapshotJob(
     val goneOwners = candidates.map(_._2).distinct.filterNot(remote.exists)
     goneOwners.foreach(confirmed.forgetOwner)
     val start = System.nanoTime()
-    def uploadDelay(): Unit =
-      if (background && conf.testUploadDelayMs > 0) Thread.sleep(conf.testUploadDelayMs)
     val (ssts, small) = files.partition(_.getName.endsWith(".sst"))
     val reusable = ssts.flatMap(f => confirmed.reusable(f.getName, f.length).map(f.getName -> _))
       .toMap
     val fresh = ssts.filterNot(f => reusable.contains(f.getName))
-    val uploadedFiles = upload(fresh, () => uploadDelay())
+    val uploadedFiles = upload(fresh)
     // (entry, the owner it is reused from) per SST, in name order
     val entries = ssts.map { f =>
       reusable.get(f.getName) match {
@@ -74,7 +72,6 @@ final case class SnapshotJob(
       filesReused = reused.size)
     val written = manifest.copy(files = entries.map(_._1), stats = stats,
       createdAtMs = System.currentTimeMillis(), metaPack = Some(metaPack))
-    uploadDelay()
     val path = remote.writeSnapshotManifest(written)
     // Published; now check what it relied on (see the class comment).
     val lostOwners = reused.flatMap(_._2).distinct.filterNot(remote.exists)
@@ -102,10 +99,9 @@ final case class SnapshotJob(
    * Uploads new SSTs, small ones packed (`SstPacks`, up to `sstPackMB` each); returns each
    * one's manifest entry by local name.
    */
-  private def upload(fresh: Seq[File], delay: () => Unit): Map[String, StateFile] = {
+  private def upload(fresh: Seq[File]): Map[String, StateFile] = {
     val (packs, alone) = SstPacks.plan(fresh, conf.sstPackMB * 1024 * 1024)
     val packed = packs.flatMap { members =>
-      delay()
       val path = SstPacks.pathFor(manifest.version)
       val sent = remote.uploadPack(members, path)
       val offsets = sent.scanLeft(0L)(_ + _._1)
@@ -114,7 +110,6 @@ final case class SnapshotJob(
       }
     }
     val single = alone.map { f =>
-      delay()
       val path = s"sst/${f.getName.stripSuffix(".sst")}-${UUID.randomUUID()}.sst"
       val (size, crc) = remote.upload(f, path)
       StateFile(f.getName, path, size, crc, "sst")

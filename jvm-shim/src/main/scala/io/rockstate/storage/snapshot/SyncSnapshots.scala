@@ -37,7 +37,7 @@ private[storage] final class SyncSnapshots(checkpointDir: StoreCheckpointDir,
     try {
       source.checkpointTo(checkpoint)
       val (m, path) = SnapshotJob(manifest, checkpoint, checkpointDir, local, files, conf,
-        startedNanos).run(background = false)
+        startedNanos).run()
       snapshots.confirmLanded(m, path, files)
       listener.completed(m, path)
       (m, path)
