@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from rockstate.checkpoint.format import FORMAT_VERSION
-from rockstate.checkpoint.location import CheckpointLocation
+from rockstate.checkpoint.location import CheckpointLocation, StoreRef
+from rockstate.checkpoint.rockstate_store_reader import RockstateStoreReader
 from rockstate.encoding.row_checksum import seal
 from rockstate.encoding.unsaferow import decode_rows
 from rockstate.errors import CorruptCheckpointError, RockstateError
-from rockstate.tools.read import store_entries
 from rockstate.tools.verify import verify
 from support.sst_packs import join_into_one_pack
 
@@ -30,6 +30,10 @@ KEY = {"type": "struct", "fields": [{"name": "key", "type": "string", "nullable"
                                      "metadata": {}}]}
 COUNT = {"type": "struct", "fields": [{"name": "count", "type": "long", "nullable": False,
                                        "metadata": {}}]}
+
+
+def store_entries(loc: CheckpointLocation, store: StoreRef, version: int) -> dict[bytes, bytes]:
+    return RockstateStoreReader(loc, store).entries(version)
 
 
 def checkpoint_of(fmt: str, tmp_path: Path) -> CheckpointLocation:
@@ -81,10 +85,10 @@ def test_verify_checks_every_snapshot_row_of_a_store_with_row_checksums(
     rows over (one value's last byte flipped)."""
     from contextlib import contextmanager
 
-    from rockstate.checkpoint import spark_rocksdb
+    from rockstate.checkpoint import staged_snapshot
 
     loc = checkpoint_of("v4", tmp_path)
-    real = spark_rocksdb.read_only_items
+    real = staged_snapshot.read_only_items
 
     @contextmanager
     def damaged(directory: str, where: str):
@@ -94,7 +98,7 @@ def test_verify_checks_every_snapshot_row_of_a_store_with_row_checksums(
                     yield (k, v[:-1] + bytes([v[-1] ^ 1])) if i == 1 else (k, v)
             yield flipped()
 
-    monkeypatch.setattr(spark_rocksdb, "read_only_items", damaged)
+    monkeypatch.setattr(staged_snapshot, "read_only_items", damaged)
     report = verify(loc.url)
     assert not report.ok
     assert {p.path.split("/")[0] for p in report.problems} == {"snapshots"}

@@ -191,7 +191,7 @@ def test_snapshot_manifests(data: bytes):
 @given(mutated_json(json.loads(SNAPSHOT.read_bytes())))
 def test_staging_a_snapshot_writes_only_inside_its_folder(data: bytes):
     from rockstate.checkpoint.location import CheckpointLocation
-    from rockstate.tools.read import stage_snapshot
+    from rockstate.checkpoint.rockstate_store_reader import stage_snapshot
 
     loc = CheckpointLocation(str(CHECKPOINT))
     (store,) = loc.stores()

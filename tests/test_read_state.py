@@ -298,12 +298,13 @@ def test_a_damaged_snapshot_file_is_an_error_not_empty_state(checkpoints, tmp_pa
 @pytest.mark.parametrize("name", ["agg", "agg-checksums", "spark-agg", "spark-agg-changelog"])
 def test_export_writes_one_dataset_per_operator_partitioned_by_partition(
         checkpoints, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str):
-    from rockstate.checkpoint import spark_rocksdb
+    from rockstate.checkpoint.store_reader import StoreReader
     from rockstate.tools import read
+    from rockstate.tools.state_read import StateRead
 
-    # Streamed, rockstate's stores and Spark's provider's alike: no partition is read whole,
-    # and no chunk holds more rows than the chunk size (3 here, so every partition takes
-    # several).
+    # Streamed, rockstate's stores and Spark's provider's alike (StoreReader.entry_chunks):
+    # no partition is read whole, and no chunk holds more rows than the chunk size (3 here,
+    # so every partition takes several).
     chunks: list[int] = []
 
     def counted(stream):
@@ -317,9 +318,8 @@ def test_export_writes_one_dataset_per_operator_partitioned_by_partition(
         raise AssertionError("export read a partition whole")
 
     monkeypatch.setattr(read, "EXPORT_CHUNK_ROWS", 3)
-    monkeypatch.setattr(read, "store_entry_chunks", counted(read.store_entry_chunks))
-    monkeypatch.setattr(spark_rocksdb, "entry_chunks", counted(spark_rocksdb.entry_chunks))
-    monkeypatch.setattr(read.StateRead, "read", whole)
+    monkeypatch.setattr(StoreReader, "entry_chunks", counted(StoreReader.entry_chunks))
+    monkeypatch.setattr(StateRead, "read", whole)
     dest = tmp_path / "export"
     written = rockstate.export(str(checkpoints[name]), str(dest))
     assert chunks and max(chunks) <= 3 and len(chunks) > 2

@@ -23,8 +23,10 @@ from pyspark.sql import functions as F
 import rockstate
 from rockstate.checkpoint import spark_rocksdb, tws
 from rockstate.checkpoint.location import CheckpointLocation
+from rockstate.checkpoint.rockstate_store_reader import RockstateStoreReader
+from rockstate.checkpoint.spark_rocksdb_reader import SparkRocksDBReader
 from rockstate.session.spark_lines import find
-from rockstate.tools.read import read_state, store_entries
+from rockstate.tools.read import read_state
 from rockstate.tools.rewrite import SPARK_ROCKSDB, migrate, rescale
 from support.cli import run_cli
 from support.queries import SCHEMA, events, join, pandas_count_until_timeout, sided
@@ -289,16 +291,16 @@ def _family_rows(checkpoint: Path | str) -> dict[tuple[int, int, str], int]:
     out = {}
     if rockstate.provider_class(checkpoint) == SPARK_ROCKSDB:
         for op in loc.operators():
-            for p, path in spark_rocksdb.partitions(loc, op, "default").items():
-                version = spark_rocksdb.versions(loc, path)[-1]
-                for family in spark_rocksdb.column_families(loc, path, version):
-                    out[(op, p, family)] = len(spark_rocksdb.entries(loc, path, version, family))
+            for reader in SparkRocksDBReader.of_operator(loc, op):
+                version = reader.versions()[-1]
+                for family in spark_rocksdb.column_families(loc, reader.store.path, version):
+                    out[(op, reader.partition, family)] = len(reader.entries(version, family))
         return out
     for store in loc.stores():
         version = loc.versions(store)[-1]
         for family in loc.manifest(store, version).column_families:
             out[(store.operator, store.partition, family)] = \
-                len(store_entries(loc, store, version, family))
+                len(RockstateStoreReader(loc, store).entries(version, family))
     return out
 
 

@@ -35,8 +35,9 @@ from rockstate.checkpoint.format import (
     unpack_meta,
     version_header_length,
 )
-from rockstate.checkpoint.location import CheckpointLocation
+from rockstate.checkpoint.location import DEFAULT_STORE, CheckpointLocation, StoreRef
 from rockstate.checkpoint.paths import relative_path
+from rockstate.checkpoint.spark_rocksdb_reader import SparkRocksDBReader
 from rockstate.cli import main as cli_main
 from rockstate.encoding import decompress
 from rockstate.errors import CorruptCheckpointError, RockstateError
@@ -212,13 +213,18 @@ def spark_partition(tmp_path: Path, local_name: str) -> Path:
     return part
 
 
+def spark_reader(loc: CheckpointLocation, part: Path) -> SparkRocksDBReader:
+    """The reader of ``part``, partition 0 of operator 0 of Spark's RocksDB provider."""
+    return SparkRocksDBReader(loc, StoreRef(0, 0, DEFAULT_STORE, str(part)))
+
+
 def test_spark_snapshot_local_file_names_are_contained(tmp_path: Path):
     victim = tmp_path / "pwned.sst"
     for name in (str(victim), "../../../pwned.sst"):
         part = spark_partition(tmp_path / str(len(name)), name)
         loc = CheckpointLocation(str(part.parents[2]))
         with pytest.raises(CorruptCheckpointError, match="untrusted source"):
-            spark_rocksdb.entries(loc, str(part), 1)
+            spark_reader(loc, part).entries(1)
         assert not victim.exists()
 
 
@@ -230,7 +236,7 @@ def test_a_spark_snapshot_zip_member_cannot_climb_out(tmp_path: Path):
         z.writestr("../../../../zip-pwned", "x")
     (part / "1.zip").write_bytes(buf.getvalue())
     with pytest.raises(CorruptCheckpointError, match="untrusted source"):
-        spark_rocksdb.entries(CheckpointLocation(str(part.parents[2])), str(part), 1)
+        spark_reader(CheckpointLocation(str(part.parents[2])), part).entries(1)
     assert not list(tmp_path.parent.glob("**/zip-pwned"))
 
 

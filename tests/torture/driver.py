@@ -211,7 +211,7 @@ def _check_completed(loc) -> dict:
 
     from rocksdict import AccessType, Rdict
 
-    from rockstate.tools.read import stage_snapshot, store_entries
+    from rockstate.checkpoint.rockstate_store_reader import RockstateStoreReader, stage_snapshot
 
     checked, wrong = 0, []
 
@@ -230,7 +230,7 @@ def _check_completed(loc) -> dict:
                     entries = dict(db.items())
                 finally:
                     db.close()
-            if entries != store_entries(loc, store, cp.version):
+            if entries != RockstateStoreReader(loc, store).entries(cp.version):
                 wrong.append(f"checkpoint {cp.version}: {store}")
             checked += 1
     return {"stores_checked": checked, "wrong": wrong}

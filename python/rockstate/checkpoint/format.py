@@ -129,6 +129,12 @@ class SnapshotManifest:
         return unpack_meta(data, where)
 
 
+def family_prefix(family_id: int) -> bytes:
+    """The bytes before every key of a column family in a rockstate store: its id, 2 bytes
+    big-endian (``ColumnFamilyCodec``), so each family is one contiguous key range."""
+    return family_id.to_bytes(2, "big")
+
+
 def load_document(data: bytes, where: str, newest: int = FORMAT_VERSION,
                   what: str = "manifest") -> dict:
     """A JSON document with a ``formatVersion`` this reader knows (at most ``newest``)."""

@@ -26,8 +26,10 @@ from rockstate.checkpoint.json_text import load_json
 from rockstate.checkpoint.local_read import read_local_file
 from rockstate.checkpoint.model import (
     CheckpointRecord,
+    batch_of_version,
     parse_abort_record,
     parse_checkpoint_metadata,
+    version_of_batch,
 )
 from rockstate.checkpoint.paths import is_number, join_within, relative_path
 from rockstate.errors import CorruptCheckpointError, MissingCheckpointFileError
@@ -257,7 +259,7 @@ class CheckpointLocation:
         ``entries`` is the store's listing, when the caller has it already."""
         listing = self.version_entries(store) if entries is None else entries
         attempts = [e for e in listing if e.version == version]
-        parts = self.recorded_state_ids(version - 1).get(store.operator, [])
+        parts = self.recorded_state_ids(batch_of_version(version)).get(store.operator, [])
         ids = parts[store.partition] if store.partition < len(parts) else []
         index = 0 if len(ids) == 1 else (
             JOIN_STORE_ORDER.index(store.name) if store.name in JOIN_STORE_ORDER else -1)
@@ -334,7 +336,7 @@ class CheckpointLocation:
             batch, _, rest = n.partition("-")
             if is_number(batch) and rest in (parts[2], f"{parts[2]}-rockstate"):
                 folders[int(batch)] = n
-        used_until = [b for b in folders if version <= b + 1]
+        used_until = [b for b in folders if version <= version_of_batch(b)]
         if not used_until:
             return store_dir
         return "/".join(["state", parts[1], "_retired", folders[min(used_until)], *parts[3:]])

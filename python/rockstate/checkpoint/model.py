@@ -3,6 +3,13 @@ still waits for, and the parsers of the files and documents that describe them (
 in docs/checkpoint-format.md). Nothing here talks to Spark: the live view
 (``rockstate.live.view``) and the checkpoint location (``rockstate.checkpoint.location``) build
 on it.
+
+How a store's state versions relate to Spark's micro-batches is named here once for Python
+(the JVM's ``io.rockstate.storage.format.StateVersion``), and every module goes through
+:func:`version_of_batch` and :func:`batch_of_version`::
+
+    version 0        the empty state, before batch 0
+    version b + 1    what batch b committed
 """
 
 from __future__ import annotations
@@ -16,6 +23,16 @@ from rockstate.errors import CorruptCheckpointError
 
 METADATA_FORMAT_VERSION = 1
 ABORT_RECORD_FORMAT_VERSION = 1
+
+
+def version_of_batch(batch_id: int) -> int:
+    """The state version micro-batch ``batch_id`` commits."""
+    return batch_id + 1
+
+
+def batch_of_version(version: int) -> int:
+    """The micro-batch that committed state ``version``."""
+    return version - 1
 
 
 @dataclass(frozen=True)
@@ -47,7 +64,7 @@ class CheckpointRecord:
     Not to be confused with :class:`rockstate.Checkpoint`, the handle of a checkpoint
     location."""
 
-    version: int  # the state version; the micro-batch is version - 1
+    version: int  # the state version; its micro-batch is batch_id
     status: str
     stores: tuple[StoreAck, ...] = ()
     missing: tuple[tuple[int, str, int], ...] = ()  # (operator, store, partition), if pending
@@ -78,7 +95,7 @@ class CheckpointRecord:
 
     @property
     def batch_id(self) -> int:
-        return self.version - 1
+        return batch_of_version(self.version)
 
     @property
     def state_bytes(self) -> int:

@@ -12,7 +12,9 @@ Per partition (and store name) Spark writes, under ``state/<op>/<partition>[/<st
   the end. Format 2 prefixes each record with a type byte (0x01 put, 0x10 delete,
   0x11 merge, 0x00 end) after a ``v2`` header.
 
-Version ``v`` is the newest snapshot at or below ``v``, plus the changelogs after it.
+Version ``v`` is the newest snapshot at or below ``v``, plus the changelogs after it. This
+module reads the layout and the files; ``SparkRocksDBReader`` reads a partition's state at a
+version from them.
 """
 
 from __future__ import annotations
@@ -20,32 +22,23 @@ from __future__ import annotations
 import io
 import posixpath
 import struct
-import tempfile
 import zipfile
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from rockstate.checkpoint.file_kind import FileKind
 from rockstate.checkpoint.json_text import load_json
 from rockstate.checkpoint.location import DEFAULT_STORE, CheckpointLocation
-from rockstate.checkpoint.paths import file_name, is_number, local_within, relative_path
-from rockstate.encoding import decompress, packed_entries, row_checksum
-from rockstate.encoding.changelog_overlay import ChangelogOverlay
+from rockstate.checkpoint.paths import is_number, local_within, relative_path
+from rockstate.encoding import decompress
 from rockstate.errors import CorruptCheckpointError, RockstateError
-
-if TYPE_CHECKING:
-    from rocksdict import ReadOptions
 
 _LZ4_MAGIC = b"LZ4Block"
 # The zip methods Spark's snapshot zips use (java.util.zip writes no others).
 _ZIP_METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-# Bytes RocksDB reads ahead of a scan of a snapshot's SSTs.
-_READAHEAD = 4 << 20
 
 
 def partitions(loc: CheckpointLocation, operator: int, store: str) -> dict[int, str]:
@@ -82,6 +75,12 @@ def versions(loc: CheckpointLocation, path: str) -> list[int]:
     return versions_in(posixpath.basename(p) for p in loc.fs.ls(path, detail=False))
 
 
+def base_snapshot(loc: CheckpointLocation, path: str, version: int) -> int:
+    """The newest snapshot (``<v>.zip``) at or below ``version`` in a partition's directory;
+    0: none (version 0 is the empty state)."""
+    return max((v for v in _numbered(loc, path, ".zip") if v <= version), default=0)
+
+
 def parse_snapshot_metadata(text: str, where: str) -> dict:
     """A snapshot zip's ``metadata`` member: a ``v1`` line, then JSON."""
     try:
@@ -97,7 +96,7 @@ def parse_snapshot_metadata(text: str, where: str) -> dict:
 
 def snapshot_metadata(loc: CheckpointLocation, zip_path: str) -> dict:
     """The ``metadata`` of a snapshot zip, without extracting the rest."""
-    data = _read(loc, zip_path, "its column families")
+    data = read_file(loc, zip_path, "its column families")
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as z:
             text = _member(z, z.getinfo("metadata"), zip_path, len(data)).decode()
@@ -107,7 +106,7 @@ def snapshot_metadata(loc: CheckpointLocation, zip_path: str) -> dict:
     return parse_snapshot_metadata(text, zip_path)
 
 
-def _read(loc: CheckpointLocation, path: str, needed_by: str) -> bytes:
+def read_file(loc: CheckpointLocation, path: str, needed_by: str) -> bytes:
     """A file of Spark's provider (a zip, changelog or shared file), bounded; missing is
     damage naming what needs it."""
     try:
@@ -142,7 +141,7 @@ def column_families(loc: CheckpointLocation, path: str, version: int) -> set[str
     """The column families of one partition as of its newest snapshot at or below
     ``version`` (empty without one): a family is created with a snapshot, which is uploaded
     when the maintenance gets to it, so a newer family may be missing here."""
-    base = max((v for v in _numbered(loc, path, ".zip") if v <= version), default=0)
+    base = base_snapshot(loc, path, version)
     if not base:
         return set()
     metadata = snapshot_metadata(loc, posixpath.join(path, f"{base}.zip"))
@@ -281,9 +280,15 @@ def _changelog_records(pieces: Iterator[bytes], where: str
         raise CorruptCheckpointError(f"{where} ends before its end record; it is damaged.")
 
 
+def changelog_records(data: bytes, where: str) -> Iterator[tuple[str, bytes, bytes | None]]:
+    """The records of one changelog file of Spark's provider, as stored (compressed), in
+    order, decompressed and parsed as they are taken (see ``_changelog_records``)."""
+    return _changelog_records(_coalesced(_decompressed(data, where)), where)
+
+
 def apply_changelog(entries: dict[bytes, bytes], data: bytes, where: str) -> None:
     """Applies one changelog file of Spark's provider, as stored (compressed), to ``entries``."""
-    for op, key, value in _changelog_records(_coalesced(_decompressed(data, where)), where):
+    for op, key, value in changelog_records(data, where):
         if op == "delete":
             entries.pop(key, None)
         elif op == "merge" and key in entries:
@@ -292,99 +297,7 @@ def apply_changelog(entries: dict[bytes, bytes], data: bytes, where: str) -> Non
             entries[key] = value  # type: ignore[assignment]
 
 
-def _overlay(loc: CheckpointLocation, path: str, base: int, version: int) -> ChangelogOverlay:
-    """The changelogs of versions ``base`` + 1 to ``version``, replayed into an overlay."""
-    overlay = ChangelogOverlay()
-    for v in range(base + 1, version + 1):
-        where = posixpath.join(path, f"{v}.changelog")
-        data = _read(loc, where, f"version {version}")
-        for op, key, value in _changelog_records(_coalesced(_decompressed(data, where)), where):
-            overlay.apply(op, key, value)
-    return overlay
-
-
-@contextmanager
-def _staged_snapshot(loc: CheckpointLocation, path: str, version: int
-                     ) -> Iterator[tuple[Iterator[tuple[bytes, bytes]], dict, dict]]:
-    """(entries in key order, column family ids, which families are internal) of
-    ``<version>.zip``, staged to a temporary directory and open while the block runs;
-    version 0: empty state."""
-    if version == 0:
-        yield iter(()), {}, {}
-        return
-    zip_path = posixpath.join(path, f"{version}.zip")
-    with tempfile.TemporaryDirectory(prefix="rockstate-read-spark-") as tmp:
-        _extract(_read(loc, zip_path, f"version {version}"), Path(tmp), zip_path)
-        metadata_file = Path(tmp) / "metadata"
-        try:
-            text = metadata_file.read_text()
-        except OSError as e:
-            raise CorruptCheckpointError(f"the metadata in {zip_path} is unreadable ({e}).") \
-                from None
-        metadata = parse_snapshot_metadata(text, zip_path)
-        metadata_file.unlink()
-        try:
-            for kind, sub, local_sub in (("sstFiles", "SSTs", ""),
-                                         ("logFiles", "logs", "archive")):
-                for f in metadata.get(kind) or []:
-                    _stage_shared_file(loc, path, f, f"{zip_path} metadata ({kind})", sub,
-                                       Path(tmp) / local_sub, version)
-        except (KeyError, TypeError, ValueError, OverflowError, AttributeError) as e:
-            raise CorruptCheckpointError(f"the metadata in {zip_path} has a missing or bad "
-                                         f"field ({e!r}); the snapshot is damaged.") from None
-        with read_only_items(tmp, zip_path) as items:
-            yield (items, metadata.get("columnFamilyMapping") or {},
-                   metadata.get("columnFamilyTypeMap") or {})
-
-
-def _stage_shared_file(loc: CheckpointLocation, path: str, f: dict, entry: str, sub: str,
-                       into: Path, version: int) -> None:
-    """Copies one shared file a snapshot's metadata lists (``SSTs/`` or ``logs/``) to its
-    local name in ``into``, its size checked; both names must be plain file names."""
-    dfs = posixpath.join(path, sub, file_name(f.get("dfsSstFileName") or f["dfsLogFileName"],
-                                              entry))
-    data = _read(loc, dfs, f"version {version}")
-    if len(data) != int(f["sizeBytes"]):
-        raise CorruptCheckpointError(f"{dfs} has {len(data)} bytes, its version's metadata "
-                                     f"says {f['sizeBytes']}.")
-    target = local_within(into, file_name(f["localFileName"], entry), entry)
-    target.parent.mkdir(exist_ok=True)
-    target.write_bytes(data)
-
-
-@contextmanager
-def read_only_items(directory: str, where: str) -> Iterator[Iterator[tuple[bytes, bytes]]]:
-    """The keys and values of the RocksDB in ``directory``, in key order, while the block
-    runs; one that RocksDB cannot open is CorruptCheckpointError."""
-    from rocksdict import AccessType, Options, Rdict
-
-    try:
-        # Raw: the entries are Spark's bytes, not rocksdict's tagged Python values, so it need
-        # not look at each one's type.
-        db = Rdict(directory, Options(raw_mode=True), access_type=AccessType.read_only())
-    except Exception as e:  # rocksdict raises a bare Exception with RocksDB's status
-        raise CorruptCheckpointError(
-            f"RocksDB cannot open the snapshot {where} ({e}); it is damaged or incomplete. "
-            "Run `rockstate verify` to see what else is.") from None
-    try:
-        yield iter(db.items(read_opt=_one_scan()))
-    finally:
-        db.close()
-
-
-def _one_scan() -> ReadOptions:
-    """Read options for one pass over every entry: blocks read once are not cached (they would
-    only push each other out) and files are read ahead. Block checksums stay checked: the
-    snapshot is untrusted input."""
-    from rocksdict import ReadOptions
-
-    options = ReadOptions()
-    options.fill_cache(False)
-    options.set_readahead_size(_READAHEAD)
-    return options
-
-
-def _extract(data: bytes, into: Path, where: str) -> None:
+def extract_zip(data: bytes, into: Path, where: str) -> None:
     """Extracts a snapshot zip into ``into``: every member's name contained, and no more bytes
     than a checkpoint file of its size may expand to (members declare their sizes)."""
     try:
@@ -404,78 +317,3 @@ def _extract(data: bytes, into: Path, where: str) -> None:
                 target.write_bytes(_member(z, m, where, len(data)))
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError) as e:
         raise CorruptCheckpointError(f"{where} is not a valid zip file ({e}).") from None
-
-
-def _base(loc: CheckpointLocation, path: str, version: int) -> int:
-    """The newest snapshot at or below ``version`` (0: none), once ``version`` is known."""
-    if version not in versions(loc, path):
-        raise RockstateError(f"version {version} of {path} is not in the checkpoint")
-    return max((v for v in _numbered(loc, path, ".zip") if v <= version), default=0)
-
-
-def _family_prefix(path: str, version: int, families: dict, internal: dict,
-                   family: str | None) -> bytes | None:
-    """The key prefix of ``family`` (b"": every key; None: a variable with nothing written
-    yet), or why the read makes no sense."""
-    variables = sorted(n for n in families if n != "default" and not internal.get(n))
-    if family is None:
-        if variables:
-            raise RockstateError(f"{path} holds the state variables {variables}; read one "
-                                 "with state_var=<name> (--state-var).")
-        return b""
-    if not families:
-        raise RockstateError(f"{path} has no snapshot at or below version {version}, so "
-                             "which column family has which id is unknown; read a version "
-                             "after the first snapshot.")
-    if family not in families:
-        return None
-    return struct.pack("<H", int(families[family]))
-
-
-def entries(loc: CheckpointLocation, path: str, version: int,
-            family: str | None = None) -> dict[bytes, bytes]:
-    """Every key and value of one partition at ``version``: the newest snapshot at or below it
-    plus the changelogs after it. With column families (transformWithState), ``family``
-    picks one, its 2-byte little-endian id stripped from the keys."""
-    keys, values = entry_arrays(loc, path, version, family)
-    return dict(zip(keys.to_pylist(), values.to_pylist(), strict=True))
-
-
-def entry_arrays(loc: CheckpointLocation, path: str, version: int,
-                 family: str | None = None, row_checksums: bool = False,
-                 delimited: bool = True) -> tuple[pa.Array, pa.Array]:
-    """The entries of :func:`entries` as an Arrow array of keys and one of values (no Python
-    object per entry held): what ``read_state`` decodes. With ``row_checksums`` (Spark 4.2+'s
-    ``rowChecksum.enabled``) every value is checked against its key and opened; a key's
-    values are joined by ``,`` unless not ``delimited`` (merge operator version 2)."""
-    base = _base(loc, path, version)
-    overlay = _overlay(loc, path, base, version)
-    with _staged_snapshot(loc, path, base) as (items, families, internal):
-        prefix = _family_prefix(path, version, families, internal, family)
-        if prefix is None:  # a state variable with nothing written yet
-            return packed_entries.pack(())
-        keys, values = overlay.apply_to_arrays(*packed_entries.pack(items))
-    if prefix:
-        keys, values = packed_entries.with_prefix(keys, values, prefix)
-    if row_checksums:
-        values = row_checksum.open_values(keys, values, f"version {version} of {path}",
-                                          key_prefix=prefix, delimited=delimited)
-    return keys, values
-
-
-def entry_chunks(loc: CheckpointLocation, path: str, version: int, family: str | None,
-                 rows: int, row_checksums: bool = False, delimited: bool = True,
-                 ) -> Iterator[tuple[list[bytes], list[bytes]]]:
-    """The entries of :func:`entries`, ``rows`` at a time, in bounded memory: the snapshot's
-    keys stream past the changelogs' overlay (only the keys those touch are held)."""
-    base = _base(loc, path, version)
-    overlay = _overlay(loc, path, base, version)
-    with _staged_snapshot(loc, path, base) as (items, families, internal):
-        prefix = _family_prefix(path, version, families, internal, family)
-        if prefix is None:  # a state variable with nothing written yet
-            return
-        for keys, values in overlay.chunks(items, prefix, rows):
-            if row_checksums:
-                values = row_checksum.open_lists(keys, values, f"version {version} of {path}",
-                                                 key_prefix=prefix, delimited=delimited)
-            yield keys, values

@@ -9,7 +9,7 @@ in Arrow (``read_state``).
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,6 +28,18 @@ class ChangelogOverlay:
     final: dict[bytes, bytes | None] = field(default_factory=dict)
     merged: dict[bytes, bytes] = field(default_factory=dict)
     ranges: list[tuple[bytes, bytes]] = field(default_factory=list)
+
+    @classmethod
+    def replayed(cls, changelogs: Iterable[Iterable[tuple[str, bytes, bytes | None]]]
+                 ) -> ChangelogOverlay:
+        """The records of ``changelogs`` (each changelog's in order, the changelogs in
+        order), replayed into a new overlay. Each changelog is taken from ``changelogs`` only
+        once the one before it is replayed, so a reader reads and checks them one at a time."""
+        overlay = cls()
+        for records in changelogs:
+            for op, key, value in records:
+                overlay.apply(op, key, value)
+        return overlay
 
     def put(self, key: bytes, value: bytes) -> None:
         self.final[key] = value

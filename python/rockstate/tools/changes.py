@@ -6,8 +6,8 @@ its stores implement Spark's ``SupportsFineGrainedReplay``): every change batche
 as ``batch_id``, ``change_type`` (``update`` or ``delete``), ``key`` and ``value`` (structs;
 ``value`` is null for a delete) and ``partition_id``.
 
-A batch's changes are the changelog inside the version file of the version it committed
-(version = batch + 1): the attempt Spark's commit log records (checkpoint format 2), else the
+A batch's changes are the changelog inside the version file of the state version it committed
+(``version_of_batch``): the attempt Spark's commit log records (checkpoint format 2), else the
 one that landed. Each file is checked whole before a record of it is used.
 """
 
@@ -25,6 +25,7 @@ from rockstate.checkpoint.format import (
     parse_version_file,
 )
 from rockstate.checkpoint.location import DEFAULT_STORE, CheckpointLocation, StoreRef, open_location
+from rockstate.checkpoint.model import batch_of_version, version_of_batch
 from rockstate.checkpoint.operator_metadata import is_transform_with_state
 from rockstate.checkpoint.state_schema import v2_schemas
 from rockstate.encoding import row_checksum
@@ -60,7 +61,7 @@ def read_changes(location: str | CheckpointLocation, operator: int = 0,
             f"operator {operator} is a transformWithState operator; its change feed is read "
             "with Spark's statestore source (stateVarName and readChangeFeed).")
     refuse_prefix_keys(loc, operator, store)
-    newest = min(max(loc.versions(s), default=0) for s in stores) - 1
+    newest = batch_of_version(min(max(loc.versions(s), default=0) for s in stores))
     last = newest if to_batch is None else to_batch
     if from_batch < 0 or last < from_batch:
         raise RockstateError(
@@ -78,7 +79,7 @@ def read_changes(location: str | CheckpointLocation, operator: int = 0,
     ids: list[int] = []
     for s in stores:
         for batch in range(from_batch, last + 1):
-            for kind, key, value in _changes(loc, s, batch + 1):
+            for kind, key, value in _changes(loc, s, version_of_batch(batch)):
                 batches.append(batch)
                 types.append(kind)
                 keys.append(key)

@@ -8,13 +8,13 @@ Both follow the protocol of Spark's own offline repartition (4.2+): the state of
 committed batch ``B`` is read through Spark's ``statestore`` source (so any provider can be
 read), repartitioned with Spark's own hash partitioning of each operator's partition key (the
 shuffle of the restarted query sends every key to the partition that holds it), and written
-by the target provider as the whole state of version ``L + 1`` of every new partition, where
-``L = B + 1`` is a new batch that reads no input. Then comes the new offset log entry ``L``
-(the offsets of ``B``, the new partition count and provider in its confs) and the commit
-entry ``L``, written last.
+by the target provider as the whole state of the version batch ``L`` commits, in every new
+partition, where ``L = B + 1`` is a new batch that reads no input. Then comes the new offset
+log entry ``L`` (the offsets of ``B``, the new partition count and provider in its confs) and
+the commit entry ``L``, written last.
 
 The state is written before the offset log entry names it: partitions the query already has
-get version ``L + 1`` in place (older than any version the query commits later, and of two
+get that version in place (older than any version the query commits later, and of two
 attempts of a version the one written last is the version), new partitions are written under
 ``_rockstate_rewrite/<L>/`` and moved into ``state/`` once every store is written. A rewrite
 killed before the offset log entry leaves a checkpoint that restarts exactly as before, and a
@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rockstate.checkpoint.json_text import load_json
+from rockstate.checkpoint.model import version_of_batch
 from rockstate.checkpoint.paths import is_number
 from rockstate.checkpoint.writable_location import WritableLocation
 from rockstate.errors import CorruptCheckpointError, RockstateError
@@ -346,7 +347,7 @@ def _rewrite_families(session: Any, ckpt: WritableLocation, s: _Store, read_batc
     from rockstate.checkpoint.state_schema import schema_files
     from rockstate.checkpoint.tws import DUMMY_VALUE_SCHEMA, family_layouts
 
-    version = read_batch + 1  # the state version batch B committed
+    version = version_of_batch(read_batch)  # the state version batch B committed
     families: set[str] = set()
     if source == PROVIDER_CLASS:
         for store in ckpt.loc.stores(s.operator_id):

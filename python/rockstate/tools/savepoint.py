@@ -5,9 +5,9 @@ newest committed batch) needs, and nothing after it:
 
 - Spark's ``metadata``, ``offsets/0..B`` and ``commits/0..B``, the sources' logs up to ``B``;
 - per stateful operator, Spark's operator metadata and state schemas written up to ``B``;
-- per rockstate store, version ``B+1`` (the state batch ``B`` committed) and only the files
-  it needs: its version file and lineage, its snapshot manifest and the snapshot's SSTs;
-- per store of Spark's own providers, every file of versions up to ``B+1`` (and the shared
+- per rockstate store, the state version batch ``B`` committed and only the files it needs:
+  its version file and lineage, its snapshot manifest and the snapshot's SSTs;
+- per store of Spark's own providers, every file of versions up to that one (and the shared
   SSTs of its RocksDB provider).
 
 Then it writes ``_savepoint.json`` last, listing every file with its size and SHA-256 (format
@@ -43,6 +43,7 @@ from rockstate.checkpoint.location import (
     StoreRef,
     open_location,
 )
+from rockstate.checkpoint.model import version_of_batch
 from rockstate.checkpoint.offsets import log_entries
 from rockstate.checkpoint.operator_metadata import parse_operator_metadata, read_operator_metadata
 from rockstate.checkpoint.partitions import missing_partitions, recorded_partitions
@@ -116,7 +117,7 @@ class SavepointManifest:
 
     url: str
     batch_id: int  # the newest committed batch it holds
-    state_version: int  # batch_id + 1: the state version every store holds
+    state_version: int  # version_of_batch(batch_id): the state version every store holds
     query_id: str
     source: str
     created_at: str
@@ -188,7 +189,8 @@ def savepoint(source: Any, target: str, *,
             _check_against_manifest(loc, rel, data, expected)
             staged.write(rel, data)
             files.append(SavepointFile(rel, len(data), sha256=hashlib.sha256(data).hexdigest()))
-        sp = SavepointManifest(url=target, batch_id=batch, state_version=batch + 1,
+        sp = SavepointManifest(url=target, batch_id=batch,
+                               state_version=version_of_batch(batch),
                                query_id=_query_id(_read_source(loc, "metadata", batch,
                                                                FileKind.QUERY_METADATA)),
                                source=loc.url,
@@ -298,7 +300,7 @@ def _parse_savepoint(loc: CheckpointLocation, data: bytes) -> SavepointManifest:
             raise CorruptCheckpointError(f"{path} lists {f.path!r} twice, with a negative size "
                                          "or as itself; it is damaged.")
         seen.add(f.path)
-    if sp.state_version != sp.batch_id + 1:
+    if sp.state_version != version_of_batch(sp.batch_id):
         raise CorruptCheckpointError(f"{path}: state version {sp.state_version} is not batch "
                                      f"{sp.batch_id} + 1; it is damaged.")
     return sp
@@ -589,7 +591,7 @@ def _files_of(loc: CheckpointLocation, batch: int) -> dict[str, Recorded | None]
             if not is_number(part):
                 continue
             expected.update(_partition_files(loc, f"{base}/{part}", rockstate_stores,
-                                             batch + 1))
+                                             version_of_batch(batch)))
     return {**dict.fromkeys(out), **expected}
 
 

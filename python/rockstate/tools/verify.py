@@ -17,13 +17,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rockstate.checkpoint.file_kind import FileKind
-from rockstate.checkpoint.format import SnapshotManifest, changelog_records, changes_of
+from rockstate.checkpoint.format import (
+    SnapshotManifest,
+    changelog_records,
+    changes_of,
+    family_prefix,
+)
 from rockstate.checkpoint.location import CheckpointLocation, StoreRef, VersionEntry, open_location
 from rockstate.checkpoint.model import parse_checkpoint_metadata
 from rockstate.checkpoint.paths import is_number
+from rockstate.checkpoint.rockstate_store_reader import stage_snapshot
+from rockstate.checkpoint.staged_snapshot import staged_snapshot
 from rockstate.encoding import row_checksum
 from rockstate.errors import CorruptCheckpointError, MissingCheckpointFileError, RockstateError
-from rockstate.tools.read import family_prefix
 from rockstate.tools.savepoint import is_savepoint, read_checked
 
 
@@ -250,26 +256,19 @@ def _open_snapshot(loc: CheckpointLocation, store: StoreRef, s: SnapshotManifest
     check, and only an open finds it. With ``row_checksums_from`` (the store's values carry
     row checksums; the key bytes before it are a family id) every row's checksum is checked:
     a row damaged before its file was written passes the file's CRC32."""
-    import tempfile
-    from pathlib import Path
-
-    from rockstate.checkpoint.spark_rocksdb import read_only_items
-    from rockstate.tools.read import stage_snapshot
-
     where = posixpath.join(store.path, path)
-    with tempfile.TemporaryDirectory(prefix="rockstate-verify-") as tmp:
-        try:
-            stage_snapshot(loc, store, s, path, Path(tmp), version)
-            with read_only_items(tmp, where) as items:
-                if row_checksums_from is None:
-                    for _ in items:  # every row read: RocksDB checks its blocks
-                        pass
-                else:
-                    while chunk := list(itertools.islice(items, ROWS_PER_CHECK)):
-                        row_checksum.open_lists([k[row_checksums_from:] for k, _ in chunk],
-                                                [v for _, v in chunk], where)
-        except CorruptCheckpointError as e:
-            return str(e)
+    try:
+        with staged_snapshot(lambda into: stage_snapshot(loc, store, s, path, into, version),
+                             where, "rockstate-verify-") as (_, items):
+            if row_checksums_from is None:
+                for _ in items:  # every row read: RocksDB checks its blocks
+                    pass
+            else:
+                while chunk := list(itertools.islice(items, ROWS_PER_CHECK)):
+                    row_checksum.open_lists([k[row_checksums_from:] for k, _ in chunk],
+                                            [v for _, v in chunk], where)
+    except CorruptCheckpointError as e:
+        return str(e)
     return None
 
 
