@@ -49,10 +49,4 @@ object CheckpointPins {
     }
     mine ++ completed
   }
-
-  /** For tests: forget everything. */
-  def clear(): Unit = {
-    pending.clear()
-    retained.clear()
-  }
 }

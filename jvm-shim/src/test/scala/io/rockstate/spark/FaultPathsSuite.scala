@@ -30,7 +30,6 @@ class FaultPathsSuite extends AnyFunSuite with StoreTestKit {
 
   override def afterEach(): Unit = {
     FaultInjectingFileSystem.reset()
-    io.rockstate.checkpoint.CheckpointPins.clear()
     super.afterEach()
   }
 

@@ -14,6 +14,7 @@ import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
 
+import io.rockstate.checkpoint.{CheckpointPins, Outcomes, RootOutcome}
 import io.rockstate.state.RockstateStateStoreProvider
 import io.rockstate.storage._
 import io.rockstate.storage.conf.RockstateConf
@@ -774,7 +775,6 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
   }
 
   test("cleanup keeps a retained completed checkpoint's version and snapshot past retention") {
-    io.rockstate.checkpoint.CheckpointPins.clear()
     val p = provider(extra = Map(RockstateConf.SnapshotInterval.key -> "2",
       RockstateConf.OrphanFileGraceMs.key -> "0"))
     def batch(v: Int): Unit = {
@@ -788,7 +788,7 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     val metadata = new File(root, "rockstate/checkpoints/4/_metadata")
     metadata.getParentFile.mkdirs()
     FileUtils.writeStringToFile(metadata, "{}", "UTF-8")
-    io.rockstate.checkpoint.CheckpointPins.clear() // as a refresh would
+    retainedCheckpoints(p, Seq(4L)) // the driver's report; the location says the same
     (5 to 12).foreach(batch)
     val dir = remote()
     val listed = dir.listVersions()
@@ -799,7 +799,7 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     assert(contents(provider(executor = 1).getReadStore(4)).size == 200)
     // Once the checkpoint is dropped from retention, so are its version and snapshot.
     FileUtils.deleteDirectory(metadata.getParentFile)
-    io.rockstate.checkpoint.CheckpointPins.clear()
+    retainedCheckpoints(p, Nil)
     batch(13)
     assert(dir.listVersions().takeRight(3) == Seq(11L, 12L, 13L))
     assert(!dir.listVersions().contains(4L))
@@ -921,6 +921,14 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
   }
 
   /** Whether each of `versions` is a link of the lineage of a later version present. */
+  /**
+   * What the driver tells executors when checkpoints complete or drop out of retention: the
+   * completed checkpoints of `p`'s query that its cleanup must keep.
+   */
+  private def retainedCheckpoints(p: RockstateStateStoreProvider, versions: Seq[Long]): Unit =
+    CheckpointPins.apply(Outcomes(Seq(RootOutcome(p.queryRoot.toString,
+      versions.maxOption.getOrElse(0L), versions, Nil))), System.currentTimeMillis())
+
   private def heldByLineage(dir: StoreCheckpointDir, versions: Seq[Long]): Boolean = {
     val links = dir.listVersionEntries().filterNot(e => versions.contains(e.version))
       .flatMap(e => dir.readEntryManifest(e).changelogs.map(_.version)).toSet

@@ -110,10 +110,13 @@ object RockstateConf {
 
   val Prefix = "spark.sql.streaming.stateStore.rockstate."
 
+  // Each declaration below adds itself here, in order; `All` is the list once they are made.
+  private val declared = Seq.newBuilder[Setting[_]]
+  private def declare[T](s: Setting[T]): Setting[T] = { declared += s; s }
   private def own[T](name: String, default: String, kind: SettingKind[T], doc: String) =
-    Setting(Prefix + name, default, kind, doc)
+    declare(Setting(Prefix + name, default, kind, doc))
   private def sparks[T](name: String, default: String, kind: SettingKind[T], doc: String) =
-    Setting("spark.sql.streaming.stateStore." + name, default, kind, doc)
+    declare(Setting("spark.sql.streaming.stateStore." + name, default, kind, doc))
 
   // RocksDB, per executor or per store.
   val BlockCacheSizeMB: Setting[Long] = own("blockCacheSizeMB", "128", Whole(1),
@@ -194,15 +197,8 @@ object RockstateConf {
   val RowChecksumReadRatio: Setting[Long] = sparks("rowChecksum.readVerificationRatio", "1",
     Whole(0), "every N-th read checks its row's checksum (0: none)")
 
-  /** Every setting, as docs/configuration.md lists them. */
-  val All: Seq[Setting[_]] = Seq(BlockCacheSizeMB, HighPriorityPoolRatio, WriteBufferManagerMB,
-    WriteBufferSizeMB, Compression, BloomFilterBitsPerKey, PartitionedIndex, SnapshotInterval,
-    ChangelogCompression, SnapshotUploadThreads, DownloadThreads, SstPackMB, LocalRecovery,
-    LocalDir, OrphanFileGraceMs, SnapshotUploadTimeoutMs, LockAcquireTimeoutMs, LocalCacheMaxMB,
-    MaxOpenStores, CheckpointsRetained, CheckpointTimeoutMs, TolerableCheckpointFailures,
-    TrackTotalNumberOfRows, ReadKeysHeld, AutoSnapshotRepair, RepairAfterFailures,
-    RepairMaxReplay, MaxVersionsToDeletePerMaintenance, UnloadOnCommit, RowChecksumEnabled,
-    RowChecksumReadRatio)
+  /** Every setting, in the order declared (docs/configuration.md's tables list them). */
+  val All: Seq[Setting[_]] = declared.result()
 
   /** Reads the settings; `minVersionsToRetain` is Spark's own `minBatchesToRetain`. */
   def from(confs: Map[String, String], minVersionsToRetain: Int): RockstateConf =
