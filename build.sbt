@@ -42,6 +42,7 @@ lazy val scalaFromSpark: String = sparkJarsDir.listFiles().map(_.getName)
 ThisBuild / scalaVersion := scalaFromSpark
 ThisBuild / organization := "io.rockstate"
 ThisBuild / version := "0.1.0"
+ThisBuild / versionScheme := Some("early-semver")
 
 lazy val shim = (project in file("jvm-shim"))
   .settings(
@@ -65,6 +66,35 @@ lazy val shim = (project in file("jvm-shim"))
         .filter { case (from, _) => Ordering[(Int, Int)].lteq(from, numbers(sparkLine)) }
         .sortBy(_._1).map { case (_, n) => src / n / "scala" }
       own +: shared
+    },
+    // Published (dev/maven-repo) as io.rockstate:rockstate-spark-<line>_2.13, one artifact per
+    // Spark line as Delta and Iceberg do: the jar, its sources and a POM naming Spark as
+    // provided. The Scala library comes with Spark (the jars folder), so the POM does not
+    // name it: --packages would otherwise fetch a second copy.
+    moduleName := s"rockstate-spark-$sparkLine",
+    description := "rockstate: a RocksDB state store provider for Spark Structured Streaming",
+    Compile / packageDoc / publishArtifact := false,
+    Test / publishArtifact := false,
+    publishMavenStyle := true,
+    publishTo := sys.env.get("ROCKSTATE_MAVEN_REPO").map(dir =>
+      ("rockstate-repo" at file(dir).toURI.toString).withAllowInsecureProtocol(true)),
+    pomPostProcess := { (pom: scala.xml.Node) =>
+      import scala.xml._
+      import scala.xml.transform._
+      val spark = <dependency>
+          <groupId>org.apache.spark</groupId>
+          <artifactId>spark-sql_2.13</artifactId>
+          <version>{sparkVersion}</version>
+          <scope>provided</scope>
+        </dependency>
+      new RuleTransformer(new RewriteRule {
+        override def transform(n: Node): Seq[Node] = n match {
+          case e: Elem if e.label == "dependencies" =>
+            e.copy(child = e.child.filterNot(d => (d \ "scope").text == "test" ||
+              (d \ "artifactId").text == "scala-library") :+ spark)
+          case other => other
+        }
+      }).transform(pom).head
     },
     Compile / packageBin / packageOptions += Package.ManifestAttributes(
       "Rockstate-Spark-Line" -> sparkLine, "Rockstate-Pyspark-Version" -> sparkVersion),

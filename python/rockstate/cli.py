@@ -39,9 +39,41 @@ def main(argv: list[str] | None = None) -> int:
         return 3
 
 
+def version_text() -> str:
+    """rockstate's version, the Spark line of the installed pyspark and of the jar it runs, and
+    the jar's Maven coordinates (``--packages``) for that line."""
+    import rockstate
+    from rockstate.session import jar, spark_lines
+
+    try:
+        import pyspark
+
+        installed = (f"pyspark {pyspark.__version__} "
+                     f"(Spark {spark_lines.line_of(pyspark.__version__)})")
+    except ImportError:
+        installed = "no pyspark"
+    built = jar.JARS_DIR / jar.JAR_NAME
+    line = jar.jar_line(built) if built.is_file() else None
+    if line is None:
+        return f"rockstate {rockstate.__version__}; {installed}; no jar built (rockstate build)"
+    return (f"rockstate {rockstate.__version__}; {installed}; jar for Spark {line}; Maven "
+            f"io.rockstate:rockstate-spark-{line}_2.13:{rockstate.__version__}")
+
+
+class _Version(argparse.Action):
+    """``--version``: the text on one line (argparse's own wraps it), computed only when
+    asked (it imports pyspark)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(version_text())
+        parser.exit()
+
+
 def _parser() -> argparse.ArgumentParser:
     """Every command, each with the function that runs it (``args.run``)."""
     parser = argparse.ArgumentParser(prog="rockstate", description="rockstate tools")
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="print rockstate's version, its Spark line and Maven coordinates")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("build", help="compile the JVM shim jar against the installed pyspark"
                    ).set_defaults(run=_build_command)
