@@ -41,7 +41,12 @@ lazy val scalaFromSpark: String = sparkJarsDir.listFiles().map(_.getName)
 
 ThisBuild / scalaVersion := scalaFromSpark
 ThisBuild / organization := "io.rockstate"
-ThisBuild / version := "0.1.0"
+// The one version, shared with the Python package (python/rockstate/session/version.py).
+ThisBuild / version := {
+  val declared = IO.read(file("python/rockstate/session/version.py"))
+  "VERSION = \"([^\"]+)\"".r.findFirstMatchIn(declared).map(_.group(1))
+    .getOrElse(sys.error("rockstate: no VERSION in python/rockstate/session/version.py"))
+}
 ThisBuild / versionScheme := Some("early-semver")
 
 lazy val shim = (project in file("jvm-shim"))

@@ -29,6 +29,7 @@ from rockstate.live.notebook import LiveCheckpoints, show_checkpoints
 from rockstate.live.view import CheckpointWatcher, checkpoints, on_checkpoint_complete
 from rockstate.session.configure import PLUGIN_CLASS, PROVIDER_CLASS, configure, spark_defaults
 from rockstate.session.jar import jar_path
+from rockstate.session.version import VERSION
 from rockstate.tools.changes import read_changes
 from rockstate.tools.handles import Checkpoint, Savepoint
 from rockstate.tools.read import export, read_state
@@ -43,7 +44,7 @@ from rockstate.tools.savepoint import (
 )
 from rockstate.tools.verify import verify
 
-__version__ = "0.1.0"
+__version__ = VERSION
 
 __all__ = [
     "PLUGIN_CLASS",

@@ -42,8 +42,8 @@ def main(argv: list[str] | None = None) -> int:
 def version_text() -> str:
     """rockstate's version, the Spark line of the installed pyspark and of the jar it runs, and
     the jar's Maven coordinates (``--packages``) for that line."""
-    import rockstate
     from rockstate.session import jar, spark_lines
+    from rockstate.session.version import VERSION
 
     try:
         import pyspark
@@ -55,9 +55,9 @@ def version_text() -> str:
     built = jar.JARS_DIR / jar.JAR_NAME
     line = jar.jar_line(built) if built.is_file() else None
     if line is None:
-        return f"rockstate {rockstate.__version__}; {installed}; no jar built (rockstate build)"
-    return (f"rockstate {rockstate.__version__}; {installed}; jar for Spark {line}; Maven "
-            f"io.rockstate:rockstate-spark-{line}_2.13:{rockstate.__version__}")
+        return f"rockstate {VERSION}; {installed}; no jar built (rockstate build)"
+    return (f"rockstate {VERSION}; {installed}; jar for Spark {line}; Maven "
+            f"io.rockstate:rockstate-spark-{line}_2.13:{VERSION}")
 
 
 class _Version(argparse.Action):
