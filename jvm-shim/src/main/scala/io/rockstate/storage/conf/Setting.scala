@@ -10,12 +10,13 @@ package io.rockstate.storage.conf
  */
 final case class Setting[T](key: String, default: String, kind: SettingKind[T], doc: String) {
   /** Its value in `confs`, else its default. */
-  def in(confs: Map[String, String]): T =
-    kind.parse(confs.getOrElse(key, default).trim).fold(
+  def in(confs: Map[String, String]): T = {
+    val raw = confs.getOrElse(key, default).trim
+    kind.parse(raw).fold(
       must => throw new IllegalArgumentException(s"rockstate: $key must be $must, got " +
-        s"'${confs.getOrElse(key, default).trim}'; fix the setting or remove it to use the " +
-        s"default $default."),
+        s"'$raw'; fix the setting or remove it to use the default $default."),
       identity)
+  }
 
   /** Whether `confs` sets it. */
   def isSet(confs: Map[String, String]): Boolean = confs.contains(key)
