@@ -37,6 +37,8 @@ class Sessions:
         self.kind: str | None = None
         self.session = None
         self._s3 = None
+        # Where the "ui" session's event log goes (the History Server tests read it).
+        self.event_log_dir = Path(tempfile.mkdtemp(prefix="rockstate-eventlog-"))
 
     @property
     def s3(self):
@@ -55,7 +57,7 @@ class Sessions:
 
         import rockstate
 
-        master = "local[2]" if kind == "local" else "local-cluster[2,1,1024]"
+        master = "local-cluster[2,1,1024]" if kind == "cluster" else "local[2]"
         builder = (
             SparkSession.builder.master(master)
             .appName(f"rockstate-tests-{kind}")
@@ -70,6 +72,10 @@ class Sessions:
         # Snapshots every 2 versions, so every query's few batches cross snapshot, rebase and
         # changelog replay. Maintenance every second, so cleanup runs while queries do.
         builder = builder.config("spark.sql.streaming.stateStore.maintenanceInterval", "1s")
+        if kind == "ui":  # Spark's web UI on a free port, and the event log for its history
+            builder = (builder.config("spark.ui.enabled", "true").config("spark.ui.port", "0")
+                       .config("spark.eventLog.enabled", "true")
+                       .config("spark.eventLog.dir", self.event_log_dir.as_uri()))
         if kind == "cluster":  # Spark's own CSV sink, as a user would configure it
             sink = "spark.metrics.conf.*.sink.csv."
             builder = (builder.config(sink + "class", "org.apache.spark.metrics.sink.CsvSink")
@@ -128,6 +134,16 @@ def cluster_spark(sessions: Sessions):
 
 
 @pytest.fixture()
+def ui_spark(sessions: Sessions):
+    """A `local[2]` session with Spark's web UI on and an event log (`sessions.event_log_dir`)."""
+    session = sessions.get("ui")
+    import rockstate
+
+    session.conf.set("spark.sql.streaming.stateStore.providerClass", rockstate.PROVIDER_CLASS)
+    return session
+
+
+@pytest.fixture()
 def workdir(tmp_path: Path) -> Path:
     return tmp_path
 
@@ -142,6 +158,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             return 2
         if item.path.name == "test_connect.py":
             return 1.5
+        if item.path.name == "test_ui.py" and "spark" not in fixtures:
+            return 1.2  # the web UI session, after the other local[2] tests
         if "spark" in fixtures:
             return 1
         return 0

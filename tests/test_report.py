@@ -26,6 +26,9 @@ from support.streams import SPARK_ROCKSDB, run_stream
 
 SCHEMA = "key STRING, value INT"
 BATCHES = 10
+# The location as the page shows it, and any element a name's markup would have made.
+PROBE_NAMES = """() => ({text: document.querySelector('.sub').textContent, title: document.title,
+                         injected: document.querySelectorAll('.sub b, img').length})"""
 
 
 def _rows(b: int) -> list[dict]:
@@ -123,6 +126,17 @@ def test_report_draws_every_chart_with_no_network(spark, history: Path, tmp_path
     target = os.environ.get("ROCKSTATE_REPORT_SCREENSHOT")
     if target:  # how docs/report.png is made
         shutil.copy(shown.screenshot, target)
+
+
+def test_report_shows_a_location_carrying_markup_as_text(spark, history: Path, tmp_path: Path):
+    named = tmp_path / "<b>orders</b><img src=x onerror=alert(1)>"
+    shutil.copytree(history, named)
+    page = rockstate.report(str(named), tmp_path / "named.html")
+    shown = render(page, tmp_path / "named.png", probe=PROBE_NAMES)
+    assert shown.console_errors == [] and shown.network == [], (shown.console_errors,
+                                                               shown.network)
+    assert str(named) in shown.probed["text"] and str(named) in shown.probed["title"]
+    assert shown.probed["injected"] == 0, shown.probed
 
 
 def test_report_of_a_spark_rocksdb_checkpoint(spark, spark_history: Path, tmp_path: Path):

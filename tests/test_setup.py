@@ -235,7 +235,9 @@ def test_rockstate_jar_override_must_exist(monkeypatch: pytest.MonkeyPatch, tmp_
     assert jar.jar_path() == (tmp_path / "built.jar").resolve()
 
 
-SPARK_INTERNALS = re.compile(r"^import org\.apache\.spark\.sql\.(execution|catalyst)\b", re.M)
+# Spark's internal packages (org.apache.spark.ui.rockstate is rockstate's own adapter).
+SPARK_INTERNALS = re.compile(r"^import org\.apache\.spark\.(sql\.(execution|catalyst)"
+                             r"|ui(?!\.rockstate)|status|util\.kvstore)\b", re.M)
 ROCKSTATE_IMPORT = re.compile(r"^import io\.rockstate\.(\w+)", re.M)
 
 
@@ -255,9 +257,12 @@ def _jvm_sources() -> dict[str, list[Path]]:
 
 def test_only_the_adapter_package_touches_sparks_internal_classes():
     """Storage, snapshots, retention and the coordinator see only rockstate's own types: Spark's
-    internal state classes are imported by the adapter (`io.rockstate.spark`, its per-line
-    folders, and the provider's public name in `io.rockstate.state`) only."""
+    internal state, UI and status classes are imported by the adapter (`io.rockstate.spark`,
+    its per-line folders, the provider's public name in `io.rockstate.state`, and the tab in
+    `org.apache.spark.ui.rockstate`) only."""
     adapter = {"spark", "state", "org/apache/spark/sql/execution/streaming/state",
+               # The rockstate tab in Spark's UI and History Server.
+               "org/apache/spark/ui/rockstate",
                # The benches' floor (test kit only): a StateStoreProvider of its own.
                "floor"}
     offenders = sorted(str(f.relative_to(REPO)) for package, files in _jvm_sources().items()

@@ -17,13 +17,15 @@ import io.rockstate.storage.format.{CheckpointJson, StateVersion}
  * pending ones are subsumed, and completed ones beyond `retained` are dropped. A pending
  * checkpoint older than the timeout is aborted; more than `tolerableFailures` failures in a
  * row fail the query through `failQuery`. Thread-safe; every call is quick except completion,
- * which writes one small file.
+ * which writes one small file. Each counted acknowledgement, completion and abort goes to
+ * `publish` (Spark's listener bus, for the event log and the rockstate tab), in that order.
  */
 final class CheckpointCoordinator(
     hadoopConf: Configuration,
     clock: () => Long,
     expectedStores: String => Either[String, Set[StoreKey]],
-    failQuery: (String, String) => Unit) extends Logging {
+    failQuery: (String, String) => Unit,
+    publish: CheckpointEvent => Unit = _ => ()) extends Logging {
 
   import CheckpointCoordinator._
 
@@ -66,7 +68,12 @@ final class CheckpointCoordinator(
       case Left(result) => result
       case Right(p) =>
         val r = p.acknowledge(shared(run, ack))
-        if (r == AckResult.Success && p.isFullyAcknowledged) tryComplete(run, p)
+        if (r == AckResult.Success) {
+          tell(CheckpointAcknowledged(run.source.queryId, run.source.runId,
+            run.source.checkpointRoot, v, p.triggeredAtMs, p.expected.size,
+            AcknowledgedStore.of(ack)))
+          if (p.isFullyAcknowledged) tryComplete(run, p)
+        }
         r
     }
     if (result != AckResult.Success) {
@@ -174,6 +181,11 @@ final class CheckpointCoordinator(
   }
 
   // ---- internals ----
+
+  // What the tab shows must never stop a checkpoint.
+  private def tell(event: CheckpointEvent): Unit = try publish(event) catch {
+    case NonFatal(e) => logDebug(s"rockstate: could not publish $event", e)
+  }
 
   private def runFor(source: AckSource): Run = runs.getOrElse(source.runId, {
     val run = new Run(source)
@@ -324,6 +336,8 @@ final class CheckpointCoordinator(
       }
     }
     stats.completed(metadata)
+    tell(CheckpointCompleted(run.source.queryId, run.source.runId, run.source.checkpointRoot,
+      p.version, p.triggeredAtMs, metadata.completedAtMs, metadata.totals))
     completionSeq += 1
     completions.enqueue((completionSeq, run.source.runId, p.version))
     while (completions.size > MaxCompletionsKept) completions.dequeue()
@@ -342,6 +356,8 @@ final class CheckpointCoordinator(
     run.aborted(p.version) = aborted
     while (run.aborted.size > MaxAbortedKept) run.aborted.remove(run.aborted.head._1)
     stats.aborted(countsAsFailure)
+    tell(CheckpointAborted(run.source.queryId, run.source.runId, run.source.checkpointRoot,
+      p.version, p.triggeredAtMs, aborted))
     // Kept for the offline report; the checkpoint protocol never reads it back.
     try run.files.writeAborted(AbortRecord.of(aborted, run.source.queryId, run.source.runId,
       p.triggeredAtMs)) catch {
@@ -363,6 +379,10 @@ final class CheckpointCoordinator(
         run.pending.values.toSeq.foreach { other =>
           other.dispose()
           run.pending.remove(other.version)
+          tell(CheckpointAborted(run.source.queryId, run.source.runId,
+            run.source.checkpointRoot, other.version, other.triggeredAtMs,
+            AbortedCheckpoint(other.version, "the query was failed: " + message,
+              countsAsFailure = false, clock(), other.acknowledged.size, other.expected.size)))
         }
         failQuery(run.source.runId, message)
       }

@@ -11,8 +11,10 @@ import org.apache.spark.api.plugin.{DriverPlugin, PluginContext}
 import org.apache.spark.internal.Logging
 import org.apache.spark.scheduler.{SparkListener, SparkListenerEvent, SparkListenerJobStart}
 import org.apache.spark.sql.streaming.StreamingQueryListener.QueryStartedEvent
+import org.apache.spark.ui.rockstate.RockstateUi
 
 import io.rockstate.checkpoint._
+import io.rockstate.storage.ExecutorStoreFigures
 import io.rockstate.storage.format.CheckpointJson
 
 class RockstateDriverPlugin extends DriverPlugin with Logging {
@@ -25,7 +27,14 @@ class RockstateDriverPlugin extends DriverPlugin with Logging {
     val coordinator = new CheckpointCoordinator(hadoopConf, () => System.currentTimeMillis(),
       root => ExpectedStores.read(root, hadoopConf),
       // Cancels the run's jobs with the message; the listener below cancels its later ones.
-      (runId, message) => sc.cancelJobGroup(runId, message))
+      (runId, message) => sc.cancelJobGroup(runId, message),
+      // The event log and the rockstate tab, live and in the History Server.
+      RockstateUi.post(sc))
+    RockstateDriverPlugin.post = RockstateUi.post(sc)
+    try RockstateUi.attach(sc) catch {
+      case NonFatal(e) => logWarning("rockstate: could not add the rockstate tab to Spark's UI; " +
+        "checkpoints work as before", e)
+    }
     // A streaming query's jobs carry its run id as their job group. (Spark's own "cancel
     // future jobs" drops the reason from the error, so the user would not learn why.)
     sc.addSparkListener(new SparkListener {
@@ -65,6 +74,9 @@ class RockstateDriverPlugin extends DriverPlugin with Logging {
     case a: SnapshotAck =>
       RockstateDriverPlugin.coordinator.foreach(c => worker.execute(() => guarded(c.acknowledge(a))))
       null
+    case f: ExecutorStoreFigures =>
+      RockstateDriverPlugin.post(f)
+      null
     case d: SnapshotDecline =>
       RockstateDriverPlugin.coordinator.foreach(c => worker.execute(() => guarded(c.decline(d))))
       null
@@ -79,6 +91,7 @@ class RockstateDriverPlugin extends DriverPlugin with Logging {
 
   override def shutdown(): Unit = {
     RockstateDriverPlugin.coordinator = None
+    RockstateDriverPlugin.post = _ => ()
     if (worker != null) worker.shutdownNow()
   }
 
@@ -90,6 +103,7 @@ class RockstateDriverPlugin extends DriverPlugin with Logging {
 object RockstateDriverPlugin {
   private val executors = new ConcurrentHashMap[String, ExecutorReady]()
   @volatile private[plugin] var coordinator: Option[CheckpointCoordinator] = None
+  @volatile private var post: SparkListenerEvent => Unit = _ => ()
 
   /** Executors that have set up rockstate, as seen by the driver. */
   def readyExecutors: Seq[ExecutorReady] = executors.values().asScala.toSeq.sortBy(_.executorId)

@@ -13,10 +13,13 @@ import org.apache.spark.internal.Logging
 
 import io.rockstate.checkpoint._
 import io.rockstate.storage.conf.RockstateConf
+import io.rockstate.storage.ExecutorStoreFigures
 import io.rockstate.storage.local.{ExecutorMemory, LocalRocksDB}
 
 class RockstateExecutorPlugin extends ExecutorPlugin with Logging {
   private var poller: ScheduledExecutorService = _
+  // The figures the driver last heard from this executor (the poller thread's only).
+  private var reported: Option[ExecutorStoreFigures] = None
 
   override def init(ctx: PluginContext, extraConf: JMap[String, String]): Unit = {
     // A bad setting must not crash-loop the executor: the stores report it at the first batch,
@@ -46,6 +49,19 @@ class RockstateExecutorPlugin extends ExecutorPlugin with Logging {
       t
     }
     poller.scheduleWithFixedDelay(() => poll(ctx), 1, 1, TimeUnit.SECONDS)
+    poller.scheduleWithFixedDelay(() => report(ctx), FiguresEverySeconds, FiguresEverySeconds,
+      TimeUnit.SECONDS)
+  }
+
+  /** The executor's store figures for the rockstate tab, when they changed. */
+  private def report(ctx: PluginContext): Unit = try {
+    val figures = ExecutorStoreFigures.now(ctx.executorID())
+    if (!reported.exists(_.sameAs(figures))) {
+      ctx.send(figures)
+      reported = Some(figures)
+    }
+  } catch {
+    case NonFatal(e) => logDebug("rockstate: reporting this executor's stores failed", e)
   }
 
   private def poll(ctx: PluginContext): Unit = {
@@ -60,6 +76,8 @@ class RockstateExecutorPlugin extends ExecutorPlugin with Logging {
       }
     }
   }
+
+  private val FiguresEverySeconds = 5L
 
   override def shutdown(): Unit = {
     CheckpointReporter.detach()

@@ -36,10 +36,13 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach {
   // The settings the acknowledgements carry, as a query's conf would give them.
   private var settings = CoordinatorSettings(2, 1000, 1)
 
+  private val published = mutable.Buffer.empty[CheckpointEvent]
+
   private def coordinator(retained: Int = 2, timeoutMs: Long = 1000, tolerable: Int = 1) = {
     settings = CoordinatorSettings(retained, timeoutMs, tolerable)
+    published.clear()
     new CheckpointCoordinator(hadoopConf, () => now, _ => Right(expected),
-      (run, message) => failures += ((run, message)))
+      (run, message) => failures += ((run, message)), published += _)
   }
 
   private def storeDir(k: StoreKey) = s"state/${k.operatorId}/${k.partitionId}" +
@@ -216,6 +219,38 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach {
     assert(message.contains("2 checkpoints of query query-1 failed in a row") &&
       message.contains("tolerableCheckpointFailures"))
     assert(c.acknowledge(ack(expected.head, 6)) == AckResult.Discarded)
+  }
+
+  test("each counted acknowledgement, completion and abort is published, in that order") {
+    val c = coordinator(timeoutMs = 1000, tolerable = 0)
+    completeAll(c, 2)
+    assert(c.acknowledge(ack(expected.head, 2)) == AckResult.Discarded) // late: not published
+    c.acknowledge(ack(expected.head, 4))
+    c.acknowledge(ack(expected.head, 4)) // a duplicate: not published
+    now += 1001
+    c.checkTimeouts() // 4 expires and fails the query (tolerable 0)
+    val kinds = published.map {
+      case a: CheckpointAcknowledged => s"ack ${a.version} p${a.store.partitionId}"
+      case e: CheckpointCompleted => s"completed ${e.version}"
+      case e: CheckpointAborted => s"aborted ${e.version}"
+    }
+    assert(kinds.count(_ == "completed 2") == 1 && kinds.indexOf("completed 2") == 4)
+    assert(kinds.take(4).forall(_.startsWith("ack 2 ")))
+    assert(kinds.drop(5) == Seq(s"ack 4 p${expected.head.partitionId}", "aborted 4"))
+    val completed = published.toSeq.collect { case e: CheckpointCompleted => e }.only
+    assert(completed.totals == files.read(2).totals && completed.queryId == "query-1")
+    val acks = published.collect { case a: CheckpointAcknowledged if a.version == 2 => a }
+    assert(acks.map(_.expected).toSet == Set(4) && acks.map(_.store).toSet == files.read(2).stores.toSet)
+    val aborted = published.toSeq.collect { case e: CheckpointAborted => e }.only
+    assert(aborted.aborted == c.view("run-1").get.aborted.only)
+  }
+
+  test("a publisher that throws never stops a checkpoint") {
+    settings = CoordinatorSettings(2, 1000, 1)
+    val c = new CheckpointCoordinator(hadoopConf, () => now, _ => Right(expected), (_, _) => (),
+      _ => throw new IllegalStateException("the listener bus is stopped"))
+    completeAll(c, 2)
+    assert(files.read(2).version == 2)
   }
 
   test("a completion resets the consecutive failures; declines for a busy store do not count") {
