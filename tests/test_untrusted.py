@@ -464,6 +464,32 @@ def test_an_interrupted_restore_into_an_object_store_resumes(tmp_path: Path, mon
     fs.rm("/untrusted-test", recursive=True)
 
 
+def test_a_copy_claimed_meanwhile_on_s3_writes_nothing(tmp_path: Path, s3, monkeypatch):
+    """Two copies into one bucket target, the second claiming it between the first's check
+    and its claim: the claim is a PUT with If-None-Match, so the first stops, its claim not
+    written over the other's, and nothing of it in the target."""
+    import fsspec
+
+    rockstate.savepoint(str(CHECKPOINT), str(tmp_path / "sp"))
+    target = s3.url("claimed/restored", scheme="s3")
+    fs = fsspec.filesystem("s3", **s3.storage_options())
+    theirs = {"source": "another savepoint", "id": "theirs"}
+    refuse = StagedTarget._refuse_existing
+
+    def other_copy_claims_now(self: StagedTarget) -> None:
+        refuse(self)  # the target is empty: this copy goes on...
+        fs.pipe_file(f"{s3.bucket}/claimed/restored/_rockstate_claim.json",
+                     json.dumps(theirs).encode())  # ...and another claims it at that moment
+
+    monkeypatch.setattr(StagedTarget, "_refuse_existing", other_copy_claims_now)
+    with pytest.raises(RockstateError, match=r"claimed .* while this one started"):
+        rockstate.restore(str(tmp_path / "sp"), target, target_options=s3.storage_options())
+    monkeypatch.undo()
+    assert fs.ls(f"{s3.bucket}/claimed/restored") == [
+        f"{s3.bucket}/claimed/restored/_rockstate_claim.json"]
+    assert json.loads(fs.cat(f"{s3.bucket}/claimed/restored/_rockstate_claim.json")) == theirs
+
+
 # The CLI: one line and a non-zero exit on bad input.
 
 def cli(*args: str) -> tuple[int, str, str]:

@@ -325,17 +325,25 @@ def _interpolate(value: str, properties: dict[str, str]) -> str:
 
 
 def _download_jar(coord: _Coord, cache: Path) -> Path:
-    target = cache / f"{coord.artifact}-{coord.version}.jar"
+    return maven_file(coord.path("jar"), cache)
+
+
+def maven_file(path: str, cache: Path | None = None) -> Path:
+    """A file of Maven Central (``path`` under the repository), downloaded once into ``cache``
+    (checked against Maven Central's ``.sha1``, written atomically) and reused after."""
+    cache = Path(cache) if cache is not None else DEFAULT_CACHE
+    cache.mkdir(parents=True, exist_ok=True)
+    target = cache / path.rsplit("/", 1)[-1]
     sha_file = target.with_name(target.name + ".sha1")
     if (target.is_file() and sha_file.is_file() and target.stat().st_size > 0
             and hashlib.sha1(target.read_bytes()).hexdigest() == sha_file.read_text().strip()):
         return target
     started = time.monotonic()
-    data = _fetch(MAVEN + coord.path("jar"))
-    digest = _check_sha1(coord.path("jar"), data)
+    data = _fetch(MAVEN + path)
+    digest = _check_sha1(path, data)
     _atomic_write(target, data)
     _atomic_write(sha_file, digest.encode())
-    _log.info("downloaded %s (%d bytes) in %.1fs", coord, len(data), time.monotonic() - started)
+    _log.info("downloaded %s (%d bytes) in %.1fs", path, len(data), time.monotonic() - started)
     return target
 
 
@@ -419,7 +427,93 @@ SECRET_KEY = "testing"
 REGION = "us-east-1"
 
 
-class S3Server:
+class S3Access:
+    """How Spark (s3a) and fsspec (s3fs) reach one bucket of an S3 API server at `endpoint`:
+    the settings both need. `S3Server` (moto) and `S3ProxyServer` (s3proxy) are ones."""
+
+    bucket: str
+    _jars: list[Path] | None
+
+    @property
+    def endpoint(self) -> str:
+        raise NotImplementedError
+
+    def url(self, key: str = "", scheme: str = "s3a") -> str:
+        return f"{scheme}://{self.bucket}/{key.lstrip('/')}"
+
+    def jars(self) -> list[Path]:
+        if self._jars is None:
+            self._jars = s3_jars()
+        return self._jars
+
+    def hadoop_conf(self, *, per_bucket: bool = True) -> dict[str, str]:
+        """The `fs.s3a.*` settings (for a Hadoop Configuration) that reach this server.
+
+        Per bucket (`fs.s3a.bucket.<bucket>.endpoint`, ...) by default, so servers started one
+        after another, each with its own bucket, can all be registered on one running JVM.
+        """
+        settings = {
+            "endpoint": self.endpoint,
+            "endpoint.region": REGION,
+            "path.style.access": "true",
+            "connection.ssl.enabled": "false",
+            "aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
+            "access.key": ACCESS_KEY,
+            "secret.key": SECRET_KEY,
+            # Fail in seconds, not minutes, once the server is gone.
+            "attempts.maximum": "2",
+            "retry.limit": "2",
+            "retry.interval": "100ms",
+            "connection.establish.timeout": "15s",
+            "connection.timeout": "60s",
+        }
+        prefix = f"fs.s3a.bucket.{self.bucket}." if per_bucket else "fs.s3a."
+        return {prefix + key: value for key, value in settings.items()}
+
+    def spark_conf(self) -> dict[str, str]:
+        """Every Spark setting for `s3a://<bucket>/` on this server, `spark.jars` included."""
+        conf = {f"spark.hadoop.{k}": v for k, v in self.hadoop_conf().items()}
+        conf["spark.jars"] = ",".join(str(j) for j in self.jars())
+        return conf
+
+    def configure(self, builder: Any) -> Any:
+        """Puts `spark_conf()` on a `SparkSession.Builder`, adding to any `spark.jars` it has
+        (so it goes before or after `rockstate.configure`), and returns the builder."""
+        options: dict[str, str] = getattr(builder, "_options", {})
+        for key, value in self.spark_conf().items():
+            if key == "spark.jars" and options.get(key):
+                have = options[key].split(",")
+                value = ",".join(have + [j for j in value.split(",") if j not in have])
+            builder = builder.config(key, value)
+        return builder
+
+    def register(self, spark: Any) -> None:
+        """Points a running session's Hadoop configuration at this server's bucket (for a
+        session whose JVM started with `spark_conf()`'s jars, e.g. of an earlier server)."""
+        jvm = spark.sparkContext._jvm
+        loader = jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader()
+        try:
+            jvm.java.lang.Class.forName("org.apache.hadoop.fs.s3a.S3AFileSystem", False, loader)
+        except Exception as e:
+            raise RuntimeError("this JVM has no hadoop-aws: start its first session with "
+                               "S3Server.spark_conf()'s spark.jars") from e
+        conf = spark.sparkContext._jsc.hadoopConfiguration()
+        for key, value in self.hadoop_conf().items():
+            conf.set(key, value)
+
+    def storage_options(self) -> dict[str, Any]:
+        """fsspec options for `s3://<bucket>/` (s3fs) on this server."""
+        return {
+            "key": ACCESS_KEY,
+            "secret": SECRET_KEY,
+            "endpoint_url": self.endpoint,
+            "client_kwargs": {"region_name": REGION},
+            # Spark writes behind s3fs's back: list afresh every time.
+            "use_listings_cache": False,
+        }
+
+
+class S3Server(S3Access):
     """moto's S3 API on `127.0.0.1:<free port>` with one bucket (a fresh name by default).
 
     It runs in a thread of this process, or with `process=True` in a child process of its own
@@ -447,9 +541,6 @@ class S3Server:
         if not self.port:
             raise RuntimeError("S3Server not started")
         return f"http://127.0.0.1:{self.port}"
-
-    def url(self, key: str = "", scheme: str = "s3a") -> str:
-        return f"{scheme}://{self.bucket}/{key.lstrip('/')}"
 
     def start(self) -> S3Server:
         if self.port:
@@ -528,78 +619,6 @@ class S3Server:
         """The requests this server has served so far, by kind (``request_kind``)."""
         with urllib.request.urlopen(self.endpoint + REQUESTS_PATH, timeout=30) as response:
             return json.loads(response.read())
-
-    def jars(self) -> list[Path]:
-        if self._jars is None:
-            self._jars = s3_jars()
-        return self._jars
-
-    def hadoop_conf(self, *, per_bucket: bool = True) -> dict[str, str]:
-        """The `fs.s3a.*` settings (for a Hadoop Configuration) that reach this server.
-
-        Per bucket (`fs.s3a.bucket.<bucket>.endpoint`, ...) by default, so servers started one
-        after another, each with its own bucket, can all be registered on one running JVM.
-        """
-        settings = {
-            "endpoint": self.endpoint,
-            "endpoint.region": REGION,
-            "path.style.access": "true",
-            "connection.ssl.enabled": "false",
-            "aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
-            "access.key": ACCESS_KEY,
-            "secret.key": SECRET_KEY,
-            # Fail in seconds, not minutes, once the server is gone.
-            "attempts.maximum": "2",
-            "retry.limit": "2",
-            "retry.interval": "100ms",
-            "connection.establish.timeout": "15s",
-            "connection.timeout": "60s",
-        }
-        prefix = f"fs.s3a.bucket.{self.bucket}." if per_bucket else "fs.s3a."
-        return {prefix + key: value for key, value in settings.items()}
-
-    def spark_conf(self) -> dict[str, str]:
-        """Every Spark setting for `s3a://<bucket>/` on this server, `spark.jars` included."""
-        conf = {f"spark.hadoop.{k}": v for k, v in self.hadoop_conf().items()}
-        conf["spark.jars"] = ",".join(str(j) for j in self.jars())
-        return conf
-
-    def configure(self, builder: Any) -> Any:
-        """Puts `spark_conf()` on a `SparkSession.Builder`, adding to any `spark.jars` it has
-        (so it goes before or after `rockstate.configure`), and returns the builder."""
-        options: dict[str, str] = getattr(builder, "_options", {})
-        for key, value in self.spark_conf().items():
-            if key == "spark.jars" and options.get(key):
-                have = options[key].split(",")
-                value = ",".join(have + [j for j in value.split(",") if j not in have])
-            builder = builder.config(key, value)
-        return builder
-
-    def register(self, spark: Any) -> None:
-        """Points a running session's Hadoop configuration at this server's bucket (for a
-        session whose JVM started with `spark_conf()`'s jars, e.g. of an earlier server)."""
-        jvm = spark.sparkContext._jvm
-        loader = jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader()
-        try:
-            jvm.java.lang.Class.forName("org.apache.hadoop.fs.s3a.S3AFileSystem", False, loader)
-        except Exception as e:
-            raise RuntimeError("this JVM has no hadoop-aws: start its first session with "
-                               "S3Server.spark_conf()'s spark.jars") from e
-        conf = spark.sparkContext._jsc.hadoopConfiguration()
-        for key, value in self.hadoop_conf().items():
-            conf.set(key, value)
-
-    def storage_options(self) -> dict[str, Any]:
-        """fsspec options for `s3://<bucket>/` (s3fs) on this server."""
-        return {
-            "key": ACCESS_KEY,
-            "secret": SECRET_KEY,
-            "endpoint_url": self.endpoint,
-            "client_kwargs": {"region_name": REGION},
-            # Spark writes behind s3fs's back: list afresh every time.
-            "use_listings_cache": False,
-        }
-
 
 def _moto_wsgi_server(port: int) -> Any:
     """moto's app on werkzeug's threaded server at 127.0.0.1:`port` (0: a free one), not

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from rockstate.session.connect_client import configure_remote, remote_of
 from rockstate.session.jar import jar_path
-from rockstate.session.running_jvm import jar_for_this_driver
+from rockstate.session.running_jvm import jar_for_this_driver, launch_setting
 from rockstate.session.spark_conf import (
     PLUGIN_CLASS,
     PROVIDER_CLASS,
@@ -40,8 +40,9 @@ def configure(builder: SparkSession.Builder, **settings: object) -> SparkSession
         return configure_remote(builder, url, settings)
     jar = jar_for_this_driver()
     options: dict[str, str] = getattr(builder, "_options", {})
-    builder.config("spark.jars", append_item(options.get("spark.jars"), jar))
-    builder.config("spark.plugins", append_item(options.get("spark.plugins"), PLUGIN_CLASS))
+    # Added to what the builder or, under spark-submit, its command line (--jars, --conf) set.
+    for key, item in (("spark.jars", jar), ("spark.plugins", PLUGIN_CLASS)):
+        builder.config(key, append_item(options.get(key) or launch_setting(key), item))
     for key, value in session_confs(settings).items():
         builder.config(key, value)
     return builder

@@ -3,6 +3,7 @@ load rockstate's classes."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from rockstate.errors import RockstateSetupError
@@ -46,6 +47,10 @@ def prepare_running_jvm(jar: str) -> None:
     """
     from pyspark import SparkContext
 
+    if SparkContext._gateway is None and os.environ.get("PYSPARK_GATEWAY_PORT"):
+        # Under spark-submit the JVM runs before this script does, its class path fixed by
+        # --jars: join it now, and add the jar below.
+        SparkContext._ensure_initialized()
     gateway = SparkContext._gateway
     if gateway is None:
         return  # no JVM yet: spark.jars puts the jar on its class path at launch
@@ -69,6 +74,16 @@ def prepare_running_jvm(jar: str) -> None:
     thread.setContextClassLoader(loader)
     # Other Python threads (checkpoint watchers) are served by other Java threads.
     gateway._rockstate_loader = loader
+
+
+def launch_setting(key: str) -> str | None:
+    """A Spark setting the running JVM was launched with (spark-submit's --jars, --conf),
+    None without a JVM."""
+    from pyspark import SparkContext
+
+    if SparkContext._gateway is None:
+        return None
+    return SparkContext._gateway.jvm.java.lang.System.getProperty(key)
 
 
 def bind_thread(jvm: Any) -> None:

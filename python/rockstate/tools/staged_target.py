@@ -59,12 +59,26 @@ class StagedTarget:
             _write_json(self.fs, os.path.join(self.base, CLAIM_FILE), self.claim)
         else:
             self.base = self.root
+            claim_path = posixpath.join(self.base, CLAIM_FILE)
             previous = self._read_claim()
             if previous is not None and previous.get("source") == source:
                 self.claim = previous  # resuming the same copy
+                _write_json(self.fs, claim_path, self.claim)
             else:
                 self._refuse_existing()
-            _write_json(self.fs, posixpath.join(self.base, CLAIM_FILE), self.claim)
+                self._claim_exclusively(claim_path)
+
+    def _claim_exclusively(self, claim_path: str) -> None:
+        """Writes the claim only if there is none: on S3 a PUT with ``If-None-Match: *``, so
+        of two copies started at once only one goes on, on a store that makes that atomic
+        (docs/object-stores.md); elsewhere a check and a write."""
+        self.fs.makedirs(posixpath.dirname(claim_path), exist_ok=True)
+        try:
+            self.fs.pipe_file(claim_path, json.dumps(self.claim).encode(), mode="create")
+        except FileExistsError:
+            raise RockstateError(
+                f"another {self.what} claimed {self.url} while this one started; this one "
+                "wrote nothing there. Give each copy a location of its own.") from None
 
     @property
     def resumed_id(self) -> str:

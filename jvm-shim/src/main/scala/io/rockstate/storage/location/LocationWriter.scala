@@ -42,7 +42,11 @@ final class LocationWriter(fs: FileSystem, root: Path, hadoopConf: Configuration
   private def localPath(path: Path): Option[java.nio.file.Path] =
     if (onLocalDisk) Some(new File(path.toUri.getPath).toPath) else None
 
-  /** A new file (its directory created as needed); fails if it exists. */
+  /**
+   * A new file (its directory created as needed). Callers give every file a name of its own
+   * (a UUID), so nothing rests on refusing an existing one: that check is exact on a local
+   * disk and best effort elsewhere (s3a probes, then uploads: docs/object-stores.md).
+   */
   def create(path: Path): OutputStream = localPath(path) match {
     case Some(file) =>
       Files.createDirectories(file.getParent)
@@ -53,7 +57,8 @@ final class LocationWriter(fs: FileSystem, root: Path, hadoopConf: Configuration
   /**
    * Writes a new file under its final name, visible only once complete (never a partial file
    * under that name, even if the writer dies); returns the bytes written. `write` may be
-   * called once only.
+   * called once only. As with `create`, the name is the caller's own: an existing file is not
+   * reliably refused (a local rename(2) replaces it).
    */
   def publish(path: Path)(write: OutputStream => Long): Long = localPath(path) match {
     case Some(file) => atomicLocal(file, replace = false)(write)
