@@ -359,12 +359,24 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
     block_reads: list[dict[str, int]] = []
     pinned: list[int] = []
     in_process_cache = provider == rockstate.PROVIDER_CLASS and args.master.startswith("local[")
+    recovery: dict = {}
     for i, f in enumerate(staged):
         cpu.append(cpu_seconds(pid))
         before = s3_requests()
+        killed_at = kill_an_executor(spark) if i == args.kill_before else None
         expected = feed(f, src)
         query.processAllAvailable()
         p = query.lastProgress
+        if killed_at is not None:  # from the SIGKILL to the end of the batch that follows
+            custom_k = p["stateOperators"][0].get("customMetrics", {})
+            recovery = {"recovery_s": round(time.monotonic() - killed_at, 2),
+                        "batch_ms": p["durationMs"]["triggerExecution"],
+                        # Each provider's own metric: its load time summed over the tasks.
+                        "load_ms": custom_k.get("rockstateLoadMs",
+                                                custom_k.get("rocksdbLoadLatencyMs", 0)),
+                        # rockstate's (Spark's provider reports no bytes fetched on load).
+                        "downloaded_mb": round(custom_k.get("rockstateBytesDownloaded", 0)
+                                               / 2**20, 1)}
         read_whole(p, expected, i)
         cpu[-1] = cpu_seconds(pid) - cpu[-1]
         batch_requests.append(requests_between(s3_requests(), before))
@@ -466,6 +478,7 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
         "written_mb": [round(b / 2**20, 1) for b in written],
         "state_mb": sum(left.values()) / 2**20,
         "checkpoints": checkpoints,
+        "recovery": recovery,
         # Where a batch's time goes (Spark's durationMs phases, p50 after the first batch).
         "batches_ms": every,
         "batch_starts": starts,
@@ -605,6 +618,16 @@ def requests_between(after: dict[str, int], before: dict[str, int]) -> dict[str,
     return {k: v - before.get(k, 0) for k, v in after.items()}
 
 
+def kill_an_executor(spark) -> float:
+    """SIGKILLs one executor JVM of a local-cluster application (its worker starts another);
+    returns when, on the monotonic clock."""
+    pids = executor_jvms(spark)
+    if not pids:
+        raise SystemExit("--kill-before needs executor JVMs: --master local-cluster[...]")
+    os.kill(pids[0], signal.SIGKILL)
+    return time.monotonic()
+
+
 def executor_jvms(spark) -> list[int]:
     """The executor JVMs of a local-cluster application (none for local[N])."""
     from support.executors import executor_pids
@@ -678,6 +701,10 @@ def main() -> int:
     parser.add_argument("--master", default="local[2]",
                         help="Spark's master: local[N], or local-cluster[W,1,1024] for W "
                         "executor JVMs of one core each")
+    parser.add_argument("--kill-before", type=int, default=-1, metavar="N",
+                        help="SIGKILL an executor JVM just before batch N (0-based) arrives, "
+                        "and report the time from the kill to the end of that batch "
+                        "(needs --master local-cluster[...])")
     parser.add_argument("--json", help="also write every provider's figures to this file")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         type=_conf_pair,
@@ -711,7 +738,7 @@ def main() -> int:
                "--maintenance-interval", args.maintenance_interval,
                "--snapshot-every", str(args.snapshot_every),
                "--checkpoint-format", str(args.checkpoint_format), "--master", args.master,
-               *(f"--conf={c}" for c in args.conf)]
+               "--kill-before", str(args.kill_before), *(f"--conf={c}" for c in args.conf)]
         stdout, stderr = _run_child(cmd)
         line = next((ln for ln in stdout.splitlines() if ln.startswith("RESULT ")), None)
         if line is None:
@@ -782,12 +809,22 @@ def main() -> int:
                       f"{r['rocksdb_memory_mb']:.1f} MB (the shared block cache with the "
                       f"memtables charged to it; its bound is blockCacheSizeMB); the stores' "
                       f"own report to Spark {r['state_memory_mb']:.1f} MB")
+    for name, r in results.items():
+        if r.get("recovery"):
+            k = r["recovery"]
+            print(f"{name}: recovery from an executor SIGKILL before batch {args.kill_before} to "
+                  f"that batch's end {k['recovery_s']:.1f} s (the batch {k['batch_ms']} ms; "
+                  f"loads {k['load_ms']} ms summed over tasks, {k['downloaded_mb']} MB "
+                  "downloaded)")
     if "rockstate" in results:
         mine = results["rockstate"]
         for name, r in results.items():
             if name.startswith("rockstate") or name == FLOOR:
                 continue
             ratios = "  ".join(f"{c}={mine[c] / r[c]:.2f}" if r[c] else f"{c}=n/a" for c in cols)
+            if mine.get("recovery") and r.get("recovery"):
+                ratios += (f"  recovery_s="
+                           f"{mine['recovery']['recovery_s'] / r['recovery']['recovery_s']:.2f}")
             print(f"rockstate / {name}: {ratios}")
         if "rockstate-checksums" in results:
             r = results["rockstate-checksums"]

@@ -63,7 +63,7 @@ def session(spec: dict, master: str):
                  "io.rockstate.testing.FaultInjectingFileSystem")
          .config("spark.hadoop.fs.rsfault.plan", spec.get("plan", ""))
          # The fault-injecting file system and the store audit: the test kit's jar.
-         .config("spark.jars", str(testkit_jar())))
+         .config("spark.jars", ",".join([str(testkit_jar()), *spec.get("jars", [])])))
     for k, v in spec.get("confs", {}).items():
         b = b.config(k, v)
     # rockstate's jar and plugin in every run, whichever provider the spec names.
@@ -75,12 +75,15 @@ def session(spec: dict, master: str):
     return spark
 
 
-def location(root: Path, kind: str, scheme: str) -> str:
-    path = (root / kind / "checkpoint").resolve()
-    return f"rsfault://{path}" if scheme == "rsfault" else str(path)
+def location(spec: dict, root: Path, kind: str) -> str:
+    """A query's checkpoint: on the local disk through the fault-injecting file system, or
+    on the outside run's S3 server."""
+    if spec.get("checkpoint_base"):
+        return f"{spec['checkpoint_base']}/{kind}/checkpoint"
+    return f"rsfault://{(root / kind / 'checkpoint').resolve()}"
 
 
-def start(spark, root: Path, kind: str):
+def start(spark, spec: dict, root: Path, kind: str):
     query, mode = build(kind)
     out = root / kind / "out"
     out.mkdir(parents=True, exist_ok=True)
@@ -99,7 +102,7 @@ def start(spark, root: Path, kind: str):
     stream = (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1)
               .json(str(root / kind / "input")))
     return (query(stream).writeStream.outputMode(mode).foreachBatch(sink)
-            .option("checkpointLocation", location(root, kind, "rsfault"))
+            .option("checkpointLocation", location(spec, root, kind))
             # Triggers fall on whole seconds; the orchestrator writes input mid-second, so
             # a join's two sources (a self-join lists the directory twice) see it together.
             .trigger(processingTime="1 second")
@@ -112,7 +115,7 @@ def run(spec: dict) -> None:
     (root / "status.json").write_text(json.dumps(
         {"app_id": spark.sparkContext.applicationId, "pid": os.getpid()}))
     events = open(root / "events.log", "a")  # noqa: SIM115 - kept open for the process
-    running = {kind: start(spark, root, kind) for kind in spec["kinds"]}
+    running = {kind: start(spark, spec, root, kind) for kind in spec["kinds"]}
     failures = dict.fromkeys(running, 0)
     while not (root / "stop").exists():
         for kind, q in list(running.items()):
@@ -122,7 +125,7 @@ def run(spec: dict) -> None:
                 events.flush()
                 if failures[kind] > 6:  # not a fault it recovers from: a finding
                     sys.exit(2)
-                running[kind] = start(spark, root, kind)  # a restarted query: a new run
+                running[kind] = start(spark, spec, root, kind)  # a restarted query: a new run
             elif q.lastProgress and q.lastProgress.get("numInputRows"):
                 failures[kind] = 0
         time.sleep(0.2)
@@ -150,12 +153,23 @@ def verify(spec: dict) -> None:
     jvm = spark.sparkContext._jvm
     report: dict = {}
     for kind in spec["kinds"]:
-        mine, theirs = str(root / kind / "checkpoint"), str(oracle / kind / "checkpoint")
+        # On the outside run's S3 server the JVM reads through s3a, Python through s3fs, and
+        # the commit log is looked at in the server's own folder.
+        theirs = str(oracle / kind / "checkpoint")
+        if spec.get("checkpoint_base"):
+            mine = f"{spec['checkpoint_base']}/{kind}/checkpoint"
+            mine_loc = rockstate.CheckpointLocation(
+                f"{spec['verify_base'].replace('s3a://', 's3://', 1)}/{kind}/checkpoint",
+                **spec["storage_options"])
+            mine_files = Path(spec["mirror"]) / kind / "checkpoint"
+        else:
+            mine = str(root / kind / "checkpoint")
+            mine_loc, mine_files = rockstate.CheckpointLocation(mine), Path(mine)
         entry: dict = {"divergent_state": [], "errors": []}
         batches = sorted(int(p.stem) for p in (root / kind / "out").glob("*.json"))
         versions = [b + 1 for b in batches]
         if spec["provider"] == "rockstate":
-            loc = rockstate.CheckpointLocation(mine)
+            loc = mine_loc
             per_store = [set(loc.versions(s)) for s in loc.stores()]
             versions = sorted(set.intersection(*per_store)) if per_store else []
             audits = json.loads(jvm.io.rockstate.testing.StoreAudit.auditCheckpointJson(mine, 100))
@@ -165,14 +179,14 @@ def verify(spec: dict) -> None:
                 (len(loc.manifest(s, v).changelogs) for s in loc.stores()
                  for v in loc.versions(s)), default=0)
             entry["orphan_bytes"], entry["live_bytes"] = _orphans(loc, audits)
-            report_ok = rockstate.verify(mine)
+            report_ok = rockstate.verify(loc)
             entry["verify_problems"] = [str(p) for p in report_ok.problems]
             entry["checkpoints"] = _check_completed(loc)
         else:
             versions = versions[-2:]  # what Spark's provider retains for sure
         # The state reader needs the batch in both commit logs (Spark trims its own).
         versions = [v for v in versions if all(
-            (Path(c) / "commits" / str(v - 1)).exists() for c in (mine, theirs))]
+            (Path(c) / "commits" / str(v - 1)).exists() for c in (mine_files, theirs))]
         for v in versions:
             for opts in STATE_READS[kind]:
                 try:
@@ -193,16 +207,21 @@ def verify(spec: dict) -> None:
 
 def _orphans(loc, audits: list[dict]) -> tuple[int, int]:
     """Bytes of data files no manifest references (the audit's list), and bytes of the rest."""
-    stray = {Path(a["store"].removeprefix("file:")): set(a["unreferenced"]) for a in audits}
+    stray = {_under_checkpoint(a["store"]): set(a["unreferenced"]) for a in audits}
     orphan = live = 0
     for store in loc.stores():
-        unreferenced = stray.get(Path(store.path), set())
+        unreferenced = stray.get(_under_checkpoint(store.path), set())
         for rel, size in loc.data_files(store).items():
             if rel in unreferenced:
                 orphan += size
             else:
                 live += size
     return orphan, live
+
+
+def _under_checkpoint(path: str) -> str:
+    """A store's folder relative to its checkpoint (JVM and Python name the root apart)."""
+    return "state/" + path.rstrip("/").split("/state/", 1)[-1]
 
 
 def _check_completed(loc) -> dict:

@@ -21,6 +21,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from torture.outside import FAULTS as OUTSIDE_FAULTS
+from torture.outside import Outside
 from torture.queries import KINDS, batch_rows
 
 DRIVER = Path(__file__).resolve().parent / "driver.py"
@@ -134,7 +136,7 @@ class Driver:
 
 
 def _spec(root: Path, provider: str, master: str, kinds, plan: Path | None,
-          oracle: Path | None = None) -> Path:
+          oracle: Path | None = None, outside: dict | None = None) -> Path:
     settings = {"snapshotInterval": 2, "orphanFileGraceMs": GRACE_MS} \
         if provider == "rockstate" else {}
     confs = {"spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true"} \
@@ -143,6 +145,11 @@ def _spec(root: Path, provider: str, master: str, kinds, plan: Path | None,
             "plan": str(plan) if plan else "", "settings": settings, "confs": confs,
             "retain": 1000 if provider == "hdfs" else 4,
             "oracle": str(oracle) if oracle else ""}
+    if outside:  # the standalone cluster and the S3 server (torture/outside.py)
+        spec.update({k: v for k, v in outside.items() if k not in ("confs", "master")})
+        spec["confs"] = {**confs, **outside["confs"]}
+        if not oracle:
+            spec["master"] = outside["master"]
     path = root / ("verify-spec.json" if oracle else "spec.json")
     path.write_text(json.dumps(spec))
     return path
@@ -160,14 +167,16 @@ def _write_batch(root: Path, kinds, seed: int, batch: int) -> None:
         tmp.rename(d / f"{batch:05d}.json")
 
 
-def _batch_done(root: Path, kinds, batch: int) -> bool:
+def _batch_done(checkpoint_dir, kinds, batch: int) -> bool:
     """Spark committed the batch in every query (its output was written before)."""
-    return all((root / kind / "checkpoint" / "commits" / str(batch)).exists() for kind in kinds)
+    return all((checkpoint_dir(kind) / "commits" / str(batch)).exists() for kind in kinds)
 
 
-def _wait_batch(driver: Driver, root: Path, kinds, batch: int, timeout: float) -> None:
+def _wait_batch(driver: Driver, root: Path, kinds, batch: int, timeout: float,
+                checkpoint_dir=None) -> None:
+    checkpoint_dir = checkpoint_dir or (lambda kind: root / kind / "checkpoint")
     deadline = time.time() + timeout
-    while not _batch_done(root, kinds, batch):
+    while not _batch_done(checkpoint_dir, kinds, batch):
         if not driver.alive():
             code = driver.proc.returncode if driver.proc else None
             if code not in (None, -signal.SIGKILL):  # it failed by itself: a finding
@@ -200,9 +209,10 @@ class Injector:
     """Applies one fault to the run; returns when the fault has been dealt."""
 
     def __init__(self, driver: Driver, root: Path, plan: Path, provider: str, kinds,
-                 rng: random.Random, figures: Figures) -> None:
+                 rng: random.Random, figures: Figures, outside: Outside | None = None) -> None:
         self.driver, self.root, self.plan, self.provider = driver, root, plan, provider
         self.kinds, self.rng, self.figures = kinds, rng, figures
+        self.outside = outside
         self.rules: list[dict] = []
         self.skew = 0
         self.seq = 0
@@ -230,6 +240,8 @@ class Injector:
 
     def before(self, fault: str, batch: int) -> str | None:
         """Faults set up before the batch's input arrives; returns what to confirm after."""
+        if self.outside is not None and fault in OUTSIDE_FAULTS:
+            return self.outside.before(fault, self.rng)
         if fault == "kill-at-point":
             name = self.rng.choice(sorted(POINTS[self.provider]))
             op, regex, when = POINTS[self.provider][name]
@@ -253,6 +265,8 @@ class Injector:
 
     def during(self, fault: str, note: str | None) -> str | None:
         """Faults dealt while the batch runs."""
+        if self.outside is not None and fault in OUTSIDE_FAULTS:
+            return self.outside.during(fault, self.rng, note)
         if fault in ("kill-executor", "stop-executor", "kill-driver"):
             time.sleep(self.rng.uniform(0.1, 2.0))
             if fault == "kill-driver":
@@ -274,8 +288,9 @@ class Injector:
 
 def run(work: Path, seed: int, cycles: int, faults: int, provider: str = "rockstate",
         kinds=KINDS, oracle: Path | None = None, allowed=FAULTS,
-        batch_timeout: float = 300) -> Figures:
-    """One seeded torture run; returns its figures (``Figures.line`` prints them)."""
+        batch_timeout: float = 300, outside: Outside | None = None) -> Figures:
+    """One seeded torture run; returns its figures (``Figures.line`` prints them). With
+    ``outside``, on its standalone cluster with the checkpoints on its S3 server."""
     figures = Figures(seed=seed, provider=provider)
     total = cycles + 2  # two quiescing batches at the end
     oracle = oracle or run_oracle(work, seed, total, kinds)
@@ -284,10 +299,12 @@ def run(work: Path, seed: int, cycles: int, faults: int, provider: str = "rockst
     root.mkdir(parents=True)
     plan = root / "plan" / "plan.json"
     plan.parent.mkdir()
-    driver = Driver(_spec(root, provider, "local-cluster[2,1,1024]", kinds, plan), root,
-                    root / "driver.log")
+    out_spec = outside.spec(provider) if outside else None
+    driver = Driver(_spec(root, provider, "local-cluster[2,1,1024]", kinds, plan,
+                          outside=out_spec), root, root / "driver.log")
+    checkpoint_dir = (lambda kind: outside.checkpoint_dir(provider, kind)) if outside else None
     rng = random.Random(seed * 7919)
-    injector = Injector(driver, root, plan, provider, kinds, rng, figures)
+    injector = Injector(driver, root, plan, provider, kinds, rng, figures, outside)
     injector.disarm()
     plan_of = schedule(seed, cycles, faults, allowed)
     armed: list[str] = []
@@ -303,8 +320,11 @@ def run(work: Path, seed: int, cycles: int, faults: int, provider: str = "rockst
             started = time.time()
             if fault:
                 note = injector.during(fault, note)
-            _wait_batch(driver, root, kinds, b, batch_timeout)
-            if note and fault in ("kill-executor", "stop-executor", "kill-driver", "sink-fail"):
+            _wait_batch(driver, root, kinds, b, batch_timeout, checkpoint_dir)
+            if outside is not None:
+                outside.after()
+            if note and fault in ("kill-executor", "stop-executor", "kill-driver", "sink-fail",
+                                  *OUTSIDE_FAULTS):
                 figures.faults[note.split(":")[0]] += 1
                 figures.slowest_recovery_s = max(figures.slowest_recovery_s,
                                                  time.time() - started)
@@ -326,7 +346,7 @@ def run(work: Path, seed: int, cycles: int, faults: int, provider: str = "rockst
     finally:
         driver.stop()
     _compare(root, oracle, kinds, total, figures)
-    _verify(work, root, oracle, provider, kinds, figures)
+    _verify(work, root, oracle, provider, kinds, figures, out_spec)
     return figures
 
 
@@ -341,8 +361,8 @@ def _compare(root: Path, oracle: Path, kinds, total: int, figures: Figures) -> N
 
 
 def _verify(work: Path, root: Path, oracle: Path, provider: str, kinds,
-            figures: Figures) -> None:
-    spec = _spec(root, provider, "local[2]", kinds, None, oracle=oracle)
+            figures: Figures, outside: dict | None = None) -> None:
+    spec = _spec(root, provider, "local[2]", kinds, None, oracle=oracle, outside=outside)
     done = subprocess.run([sys.executable, str(DRIVER), str(spec), "--verify"],
                           capture_output=True, text=True, timeout=900)
     if done.returncode != 0:
