@@ -72,9 +72,8 @@ class StagedTarget:
         """Writes the claim only if there is none: on S3 a PUT with ``If-None-Match: *``, so
         of two copies started at once only one goes on, on a store that makes that atomic
         (docs/object-stores.md); elsewhere a check and a write."""
-        self.fs.makedirs(posixpath.dirname(claim_path), exist_ok=True)
         try:
-            self.fs.pipe_file(claim_path, json.dumps(self.claim).encode(), mode="create")
+            _write_json(self.fs, claim_path, self.claim, mode="create")
         except FileExistsError:
             raise RockstateError(
                 f"another {self.what} claimed {self.url} while this one started; this one "
@@ -154,9 +153,9 @@ def _protocols(fs: Any) -> tuple[str, ...]:
     return (p,) if isinstance(p, str) else tuple(p)
 
 
-def _write_json(fs: Any, path: str, doc: dict) -> None:
+def _write_json(fs: Any, path: str, doc: dict, mode: str = "overwrite") -> None:
     fs.makedirs(posixpath.dirname(path), exist_ok=True)
-    fs.pipe_file(path, json.dumps(doc).encode())
+    fs.pipe_file(path, json.dumps(doc).encode(), mode=mode)
 
 
 def _remove_stale_staging(parent: str, name: str) -> None:

@@ -19,10 +19,13 @@ final class RockstateApiServlet(entries: UiEntries) extends HttpServlet {
   override def doGet(request: HttpServletRequest, response: HttpServletResponse): Unit = {
     val parts = Option(request.getPathInfo).getOrElse("/").split('/').filter(_.nonEmpty).toList
     val answer: Either[String, AnyRef] = parts match {
-      case Nil | List("runs") => Right(entries.runs.map(summary))
+      case Nil | List("runs") =>
+        val byRun = entries.checkpointsByRun
+        Right(entries.runs.map(r => summary(r, byRun.getOrElse(r.runId, Nil))))
       case List("runs", run) =>
-        entries.run(run).map(r => RunDetail(summary(r), entries.checkpoints(run)
-          .map(_.copy(stores = Nil)))).toRight(s"no query run $run")
+        val cs = entries.checkpoints(run)
+        entries.run(run).map(r => RunDetail(summary(r, cs), cs.map(_.copy(stores = Nil))))
+          .toRight(s"no query run $run")
       case List("runs", run, "checkpoints", v) =>
         Try(v.toLong).toOption.flatMap(entries.checkpoint(run, _))
           .toRight(s"no checkpoint $v of query run $run")
@@ -41,8 +44,7 @@ final class RockstateApiServlet(entries: UiEntries) extends HttpServlet {
     }
   }
 
-  private def summary(r: RunEntry): RunSummary = {
-    val cs = entries.checkpoints(r.runId)
+  private def summary(r: RunEntry, cs: Seq[CheckpointEntry]): RunSummary = {
     def count(s: String) = cs.count(_.status == s)
     RunSummary(r.queryId, r.runId, r.name, r.status, r.exception,
       cs.headOption.map(_.checkpointRoot), count(CheckpointEntry.Completed),

@@ -18,6 +18,7 @@ object TabContent {
 
   def apply(entries: UiEntries, chosenRun: Option[String], chosenVersion: Option[Long]): Seq[Node] = {
     val runs = entries.runs
+    val byRun = entries.checkpointsByRun
     val style = <style>{
       """.rockstate-run{margin-bottom:28px} .rockstate-run table{margin-bottom:10px}
         |tr.aborted td{color:#b3261e} tr.pending td{color:#8a6d00}
@@ -25,7 +26,7 @@ object TabContent {
         |.rockstate-chart{border:1px solid #e3e7ec;border-radius:6px}""".stripMargin
     }</style>
     val summary = {
-      val all = runs.flatMap(r => entries.checkpoints(r.runId))
+      val all = runs.flatMap(r => byRun.getOrElse(r.runId, Nil))
       def count(status: String) = all.count(_.status == status)
       <ul class="list-unstyled" id="rockstate-summary">
         <li><strong>Query runs: </strong><span data-value={runs.size.toString}>{runs.size}</span></li>
@@ -38,13 +39,13 @@ object TabContent {
     }
     val body = if (runs.isEmpty) {
       <p id="rockstate-empty">No query has rockstate checkpoints or stores yet.</p>
-    } else NodeSeq.fromSeq(runs.flatMap(r => runSection(entries, r,
+    } else NodeSeq.fromSeq(runs.flatMap(r => runSection(r, byRun.getOrElse(r.runId, Nil),
       chosenVersion.filter(_ => chosenRun.contains(r.runId)))))
     style ++ summary ++ body ++ executors(entries.executors)
   }
 
-  private def runSection(entries: UiEntries, run: RunEntry, version: Option[Long]): Seq[Node] = {
-    val checkpoints = entries.checkpoints(run.runId)
+  private def runSection(run: RunEntry, checkpoints: Seq[CheckpointEntry],
+      version: Option[Long]): Seq[Node] = {
     val chosen = version.flatMap(v => checkpoints.find(_.version == v))
       .orElse(checkpoints.reverse.find(_.status == CheckpointEntry.Completed))
       .orElse(checkpoints.lastOption)

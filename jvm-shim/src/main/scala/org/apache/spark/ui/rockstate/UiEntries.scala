@@ -39,7 +39,8 @@ final class UiEntries(store: KVStore) {
   def nonEmpty: Boolean = store.count(classOf[CheckpointEntry]) > 0 ||
     store.view(classOf[RunEntry]).asScala.exists(_.operators.nonEmpty)
 
-  private def checkpointsByRun: Map[String, Seq[CheckpointEntry]] =
+  /** Every run's checkpoints by version, oldest first: one read of the store. */
+  def checkpointsByRun: Map[String, Seq[CheckpointEntry]] =
     store.view(classOf[CheckpointEntry]).asScala.toSeq.groupBy(_.runId)
       .map { case (run, cs) => run -> cs.sortBy(_.version) }
 
