@@ -93,7 +93,9 @@ class Sessions:
 
     def stop(self) -> None:
         if self.session is not None:
-            self.session.stop()
+            from rockstate.session import local_cluster
+
+            local_cluster.stop(self.session)  # and what local-cluster's workers left
             self.session = None
             self.kind = None
 

@@ -56,3 +56,14 @@ def test_executor_killed_during_cleanup_loses_nothing(cluster_spark, workdir: Pa
     with faults.slow_cleanup(3000):
         run_with_executor_kill(cluster_spark, workdir, "kill-cleanup", n=10, kill_before=8,
                                checkpoint=faults.on_faults(workdir / "kill-cleanup-checkpoint"))
+
+
+def test_a_stopped_local_cluster_session_leaves_nothing_in_sparks_home(sessions, cluster_spark):
+    # Its executors copied every jar of the application into $SPARK_HOME/work/<app id>.
+    from rockstate.session import local_cluster
+
+    cluster_spark.range(10).repartition(2).count()
+    folder = local_cluster.application_work_folder(cluster_spark)
+    assert folder is not None and any(folder.rglob("rockstate-shim.jar")), folder
+    sessions.stop()  # as every local-cluster session of the tests, the benches and nexmark
+    assert not folder.exists()

@@ -280,6 +280,7 @@ def _nexmark_command(args: argparse.Namespace, rest: list[str]) -> int:
     from rockstate.nexmark.page import write_page
     from rockstate.nexmark.providers import parse
     from rockstate.nexmark.run import RunPlan
+    from rockstate.session import local_cluster
     from rockstate.session.configure import configure
 
     try:
@@ -297,16 +298,21 @@ def _nexmark_command(args: argparse.Namespace, rest: list[str]) -> int:
                .config("spark.ui.showConsoleProgress", "false"))
     for key, value in _key_values(args.conf, "conf").items():
         builder = builder.config(key, value)
+    ours = SparkSession.getActiveSession() is None  # a caller's session is left running
     spark = configure(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     print(f"rockstate nexmark: {', '.join(queries)} on {', '.join(providers)}, "
           f"{args.events:,} events, in {root}", flush=True)
-    result = run_benchmark(
-        spark, queries, providers, config, plan, oracle=not args.no_oracle,
-        warmup_events=(min(args.events // 10, 200_000) if args.warmup_events is None
-                       else args.warmup_events),
-        progress=lambda r: print(f"  {r.query} on {r.provider}: {r.time_s:.1f} s, "
-                                 f"{r.cpu_s} CPU s", flush=True))
+    try:
+        result = run_benchmark(
+            spark, queries, providers, config, plan, oracle=not args.no_oracle,
+            warmup_events=(min(args.events // 10, 200_000) if args.warmup_events is None
+                           else args.warmup_events),
+            progress=lambda r: print(f"  {r.query} on {r.provider}: {r.time_s:.1f} s, "
+                                     f"{r.cpu_s} CPU s", flush=True))
+    finally:
+        if ours:
+            local_cluster.stop(spark)  # and what local-cluster's workers left in Spark's home
     text = table(result)
     print(text)
     if args.json:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from rockstate.session import local_cluster
 from support.testkit_jar import testkit_jar
 from torture import queries
 from torture.queries import SCHEMA, STATE_READS, build
@@ -112,8 +113,10 @@ def start(spark, spec: dict, root: Path, kind: str):
 def run(spec: dict) -> None:
     root = Path(spec["root"])
     spark = session(spec, spec["master"])
+    work = local_cluster.application_work_folder(spark)  # the orchestrator removes it if killed
     (root / "status.json").write_text(json.dumps(
-        {"app_id": spark.sparkContext.applicationId, "pid": os.getpid()}))
+        {"app_id": spark.sparkContext.applicationId, "pid": os.getpid(),
+         "work_folder": str(work) if work else None}))
     events = open(root / "events.log", "a")  # noqa: SIM115 - kept open for the process
     running = {kind: start(spark, spec, root, kind) for kind in spec["kinds"]}
     failures = dict.fromkeys(running, 0)
@@ -131,7 +134,7 @@ def run(spec: dict) -> None:
         time.sleep(0.2)
     for q in running.values():
         q.stop()
-    spark.stop()
+    local_cluster.stop(spark)
 
 
 def _rows(spark, path: str, batch: int, options: dict) -> list[str]:

@@ -9,6 +9,7 @@ a failing seed replays.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -108,6 +109,11 @@ class Driver:
         if self.alive():
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
+            # What its local-cluster workers copied into Spark's home: nothing else removes it.
+            with contextlib.suppress(OSError, ValueError):
+                work = json.loads((self.root / "status.json").read_text()).get("work_folder")
+                if work:
+                    shutil.rmtree(work, ignore_errors=True)
 
     def app_id(self) -> str | None:
         try:
