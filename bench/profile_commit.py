@@ -64,15 +64,17 @@ def run_one(name: str, args: argparse.Namespace, recording: Path) -> None:
     spark.stop()  # the JVM writes the recording when it exits
 
 
-def samples(recording: Path) -> list[list[str]]:
-    """Task-thread stacks (innermost frame first) of the recording's execution samples."""
+def samples(recording: Path, since: str = "") -> list[list[str]]:
+    """Task-thread stacks (innermost frame first) of the recording's execution samples, of
+    those taken at or after ``since`` (an ISO time in UTC, as Spark's progress gives it)."""
     out = subprocess.run(["jfr", "print", "--json", "--stack-depth", "96", "--events",
                           "jdk.ExecutionSample,jdk.NativeMethodSample", str(recording)],
                          capture_output=True, text=True, check=True).stdout
     stacks = []
     for event in json.loads(out)["recording"]["events"]:
         trace = event["values"].get("stackTrace")
-        if not trace:
+        # Both are ISO times in UTC ending in Z: compared to the millisecond, as text.
+        if not trace or event["values"]["startTime"][:23] < since[:23]:
             continue
         frames = [f["method"]["type"]["name"].replace("/", ".") + "." + f["method"]["name"]
                   for f in trace["frames"]]
