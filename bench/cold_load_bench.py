@@ -15,6 +15,10 @@ provider, the MB the checkpoint holds in ``state/`` (a load's growth from one ``
 another is to be read against this one's), and rockstate's ratios. Both providers pay the same
 query start; nothing is asserted (shared, noisy machines: read the numbers side by side).
 
+``--warm`` restarts the query in the application that built the state instead, ``--repeats``
+times: the first batch of a query stopped and started again while its executors hold what the
+stopped run loaded (each start is a new run: new providers, as Spark makes them).
+
 ``--s3`` keeps the checkpoints on an S3 API server (moto in a child process, reached through
 Hadoop's s3a, as ``provider_bench.py --s3``): each load's copy is made on the server, and each
 load also prints the requests it made, by kind. moto serves every byte from one Python process
@@ -143,9 +147,6 @@ def build(name: str, work: Path, staged: list[Path]) -> None:
 
 def load(name: str, work: Path, run: int) -> dict:
     """Child: a new application restarts the query on a copy and runs a one-row batch."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     # A copy of the checkpoint (Spark's file source log names the input files by path, so the
     # input directory stays where it is; the one-row file is removed again afterwards).
     copy = _checkpoint(work, f"load-{run}")
@@ -154,25 +155,56 @@ def load(name: str, work: Path, run: int) -> dict:
     before = s3_requests()
     query = _query(spark, work / "src", copy)
     query.processAllAvailable()  # nothing new: the restart itself
-    one_row = work / "src" / f"zz-one-row-{run}.parquet"
-    pq.write_table(pa.table({"key": ["key-00000001"], "value": pa.array([1], pa.int32())}),
-                   one_row)
-    query.processAllAvailable()
-    p = query.lastProgress
-    requests = requests_between(s3_requests(), before)
+    figures = _one_row_batch(query, work / "src", f"zz-one-row-{run}.parquet")
+    custom = query.lastProgress["stateOperators"][0].get("customMetrics", {})
+    figures["replayed"] = custom.get("rockstateChangelogsReplayed", -1)
+    figures["requests"] = requests_between(s3_requests(), before)
     query.stop()
     spark.stop()
-    one_row.unlink()
+    (work / "src" / f"zz-one-row-{run}.parquet").unlink()
     _remove(copy)
+    return figures
+
+
+def _one_row_batch(query, src: Path, name: str) -> dict:
+    """Runs a batch of one row on a (re)started query: its figures."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"key": ["key-00000001"], "value": pa.array([1], pa.int32())}),
+                   src / name)
+    query.processAllAvailable()
+    p = query.lastProgress
     op = p["stateOperators"][0]
     custom = op.get("customMetrics", {})
     return {"batch_ms": p["durationMs"]["triggerExecution"],
             "add_batch_ms": p["durationMs"].get("addBatch", 0),
             "keys": op["numRowsTotal"],
-            # the store's own figures, where the provider reports them
-            "load_ms": custom.get("rockstateLoadMs", custom.get("rocksdbLoadLatencyMs", -1)),
-            "replayed": custom.get("rockstateChangelogsReplayed", -1),
-            "requests": requests}
+            "load_ms": custom.get("rockstateLoadMs", custom.get("rocksdbLoadLatencyMs", -1))}
+
+
+def warm(name: str, work: Path, staged: list[Path], repeats: int) -> list[dict]:
+    """Child: builds the state, then stops the query and starts it again in the same
+    application ``repeats`` times, each start running a batch of one row: a warm restart,
+    whose executors still hold what the stopped run loaded (a new run id: new providers)."""
+    spark = _session(name)
+    src = work / "src"
+    src.mkdir(parents=True)
+    query = _query(spark, src, _checkpoint(work))
+    for i, f in enumerate(staged):
+        expected = feed(f, src)
+        query.processAllAvailable()
+        read_whole(query.lastProgress, expected, i)
+    time.sleep(8)  # the background snapshots land, as before a cold load
+    runs = []
+    for run in range(repeats):
+        query.stop()
+        query = _query(spark, src, _checkpoint(work))
+        query.processAllAvailable()  # nothing new: the restart itself
+        runs.append(_one_row_batch(query, src, f"zz-warm-{run}.parquet"))
+    query.stop()
+    spark.stop()
+    return runs
 
 
 def _java_array(spark, cls, items: list):
@@ -276,11 +308,17 @@ def main() -> int:
     parser.add_argument("--providers", default="rockstate,spark-rocksdb-changelog")
     parser.add_argument("--s3", action="store_true",
                         help="checkpoints on an S3 API server (moto) through s3a")
+    parser.add_argument("--warm", action="store_true",
+                        help="restart the query in the same application instead (the "
+                        "executors keep their local files): the first batch of each restart")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         phase, name, work = args.child
-        if phase == "build":
+        if phase.startswith("warm-"):
+            staged = sorted((Path(work).parent / "input" / "staged").glob("*.parquet"))
+            print("RESULT " + json.dumps(warm(name, Path(work), staged, int(phase[5:]))))
+        elif phase == "build":
             staged = sorted((Path(work).parent / "input" / "staged").glob("*.parquet"))
             build(name, Path(work), staged)
         elif phase.startswith("store-"):
@@ -293,11 +331,36 @@ def main() -> int:
     write_input(workdir / "input" / "src", args.keys, args.changed, args.batches)
     server = start_s3_server() if args.s3 else None
     try:
-        return _compare(args, workdir)
+        return _compare_warm(args, workdir) if args.warm else _compare(args, workdir)
     finally:
         if server is not None:
             server.stop()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _compare_warm(args: argparse.Namespace, workdir: Path) -> int:
+    """Each provider builds its state and restarts ``--repeats`` times in one application."""
+    medians = {}
+    for name in args.providers.split(","):
+        code, stdout, stderr = _run_child(f"warm-{args.repeats}", name, workdir / name)
+        line = next((ln for ln in stdout.splitlines() if ln.startswith("RESULT ")), None)
+        if code != 0 or line is None:
+            print(f"{name} warm failed:\n{stderr[-3000:]}", file=sys.stderr)
+            return 1
+        runs = json.loads(line[len("RESULT "):])
+        medians[name] = {k: statistics.median(r[k] for r in runs)
+                         for k in ("batch_ms", "add_batch_ms", "load_ms")}
+        print(f"{name:26} warm restart: first batch p50 {medians[name]['batch_ms']:6.0f} ms "
+              f"{[r['batch_ms'] for r in runs]}   addBatch p50 "
+              f"{medians[name]['add_batch_ms']:6.0f} ms   store load p50 "
+              f"{medians[name]['load_ms']:.0f} ms   keys {runs[-1]['keys']}")
+    if "rockstate" in medians:
+        for name, m in medians.items():
+            if name != "rockstate":
+                print(f"rockstate / {name}: warm restart's first batch "
+                      f"{medians['rockstate']['batch_ms'] / m['batch_ms']:.2f}  addBatch "
+                      f"{medians['rockstate']['add_batch_ms'] / m['add_batch_ms']:.2f}")
+    return 0
 
 
 def _compare(args: argparse.Namespace, workdir: Path) -> int:
