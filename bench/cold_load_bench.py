@@ -130,9 +130,9 @@ def _query(spark, src: Path, checkpoint: str):
             .option("checkpointLocation", str(checkpoint)).start())
 
 
-def build(name: str, work: Path, staged: list[Path]) -> None:
-    """Child: builds the state, then waits for the background snapshots to land."""
-    spark = _session(name)
+def _built(spark, work: Path, staged: list[Path]):
+    """The query, after it built the state from ``staged`` and its background snapshots landed
+    (Spark snapshots in maintenance, rockstate in the background)."""
     src = work / "src"
     src.mkdir(parents=True)
     query = _query(spark, src, _checkpoint(work))
@@ -140,8 +140,14 @@ def build(name: str, work: Path, staged: list[Path]) -> None:
         expected = feed(f, src)
         query.processAllAvailable()
         read_whole(query.lastProgress, expected, i)
-    time.sleep(8)  # Spark snapshots in maintenance, rockstate in the background: both land
-    query.stop()
+    time.sleep(8)
+    return query
+
+
+def build(name: str, work: Path, staged: list[Path]) -> None:
+    """Child: builds the state, then waits for the background snapshots to land."""
+    spark = _session(name)
+    _built(spark, work, staged).stop()
     spark.stop()
 
 
@@ -155,24 +161,24 @@ def load(name: str, work: Path, run: int) -> dict:
     before = s3_requests()
     query = _query(spark, work / "src", copy)
     query.processAllAvailable()  # nothing new: the restart itself
-    figures = _one_row_batch(query, work / "src", f"zz-one-row-{run}.parquet")
-    custom = query.lastProgress["stateOperators"][0].get("customMetrics", {})
-    figures["replayed"] = custom.get("rockstateChangelogsReplayed", -1)
+    one_row = work / "src" / f"zz-one-row-{run}.parquet"
+    figures = _one_row_batch(query, one_row)
     figures["requests"] = requests_between(s3_requests(), before)
     query.stop()
     spark.stop()
-    (work / "src" / f"zz-one-row-{run}.parquet").unlink()
+    one_row.unlink()
     _remove(copy)
     return figures
 
 
-def _one_row_batch(query, src: Path, name: str) -> dict:
-    """Runs a batch of one row on a (re)started query: its figures."""
+def _one_row_batch(query, one_row: Path) -> dict:
+    """Runs a batch of one row (written to ``one_row``, in the query's input) on a (re)started
+    query: its figures."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     pq.write_table(pa.table({"key": ["key-00000001"], "value": pa.array([1], pa.int32())}),
-                   src / name)
+                   one_row)
     query.processAllAvailable()
     p = query.lastProgress
     op = p["stateOperators"][0]
@@ -180,7 +186,9 @@ def _one_row_batch(query, src: Path, name: str) -> dict:
     return {"batch_ms": p["durationMs"]["triggerExecution"],
             "add_batch_ms": p["durationMs"].get("addBatch", 0),
             "keys": op["numRowsTotal"],
-            "load_ms": custom.get("rockstateLoadMs", custom.get("rocksdbLoadLatencyMs", -1))}
+            # the store's own figures, where the provider reports them
+            "load_ms": custom.get("rockstateLoadMs", custom.get("rocksdbLoadLatencyMs", -1)),
+            "replayed": custom.get("rockstateChangelogsReplayed", -1)}
 
 
 def warm(name: str, work: Path, staged: list[Path], repeats: int) -> list[dict]:
@@ -188,20 +196,13 @@ def warm(name: str, work: Path, staged: list[Path], repeats: int) -> list[dict]:
     application ``repeats`` times, each start running a batch of one row: a warm restart,
     whose executors still hold what the stopped run loaded (a new run id: new providers)."""
     spark = _session(name)
-    src = work / "src"
-    src.mkdir(parents=True)
-    query = _query(spark, src, _checkpoint(work))
-    for i, f in enumerate(staged):
-        expected = feed(f, src)
-        query.processAllAvailable()
-        read_whole(query.lastProgress, expected, i)
-    time.sleep(8)  # the background snapshots land, as before a cold load
+    query = _built(spark, work, staged)
     runs = []
     for run in range(repeats):
         query.stop()
-        query = _query(spark, src, _checkpoint(work))
+        query = _query(spark, work / "src", _checkpoint(work))
         query.processAllAvailable()  # nothing new: the restart itself
-        runs.append(_one_row_batch(query, src, f"zz-warm-{run}.parquet"))
+        runs.append(_one_row_batch(query, work / "src" / f"zz-warm-{run}.parquet"))
     query.stop()
     spark.stop()
     return runs

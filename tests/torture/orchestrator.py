@@ -9,7 +9,6 @@ a failing seed replays.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import random
@@ -110,16 +109,19 @@ class Driver:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
             # What its local-cluster workers copied into Spark's home: nothing else removes it.
-            with contextlib.suppress(OSError, ValueError):
-                work = json.loads((self.root / "status.json").read_text()).get("work_folder")
-                if work:
-                    shutil.rmtree(work, ignore_errors=True)
+            work = self._status().get("work_folder")
+            if work:
+                shutil.rmtree(work, ignore_errors=True)
+
+    def _status(self) -> dict:
+        """What the driver wrote once its session started (status.json), or nothing yet."""
+        try:
+            return json.loads((self.root / "status.json").read_text())
+        except (OSError, ValueError):
+            return {}
 
     def app_id(self) -> str | None:
-        try:
-            return json.loads((self.root / "status.json").read_text())["app_id"]
-        except (OSError, ValueError, KeyError):
-            return None
+        return self._status().get("app_id")
 
     def executors(self) -> list[int]:
         app = self.app_id()

@@ -14,11 +14,6 @@ import shutil
 from pathlib import Path
 
 
-def work_folder(spark_home: str | Path, app_id: str) -> Path:
-    """Where ``local-cluster``'s workers keep application ``app_id``'s executors."""
-    return Path(spark_home) / "work" / app_id
-
-
 def application_work_folder(spark) -> Path | None:
     """The running application's work folder, or None when its master is not local-cluster."""
     sc = spark.sparkContext
@@ -26,7 +21,7 @@ def application_work_folder(spark) -> Path | None:
         return None
     # The workers resolve it from the JVM's SPARK_HOME (pyspark sets it), else its working folder.
     home = sc._jvm.java.lang.System.getenv("SPARK_HOME") or "."
-    return work_folder(home, sc.applicationId)
+    return Path(home) / "work" / sc.applicationId
 
 
 def stop(spark) -> None:
