@@ -52,9 +52,13 @@ def test_driver_and_executor_figures_reach_the_csv_sink(cluster_spark, workdir: 
     wait_for(lambda: all(_latest(app, e, "localCacheBytes") is not None for e in executors),
               "every executor's figures in the sink")
     assert any((_latest(app, e, "localCacheBytes") or 0) > 0 for e in executors)
-    assert all(_latest(app, e, "rocksdbMemoryCapacityBytes") == 32 * 1024 * 1024
-               for e in executors)  # blockCacheSizeMB=32 in the test session
+    # blockCacheSizeMB=32 in the test session, of which the default cap's 32 instances keep
+    # 256 KB each outside the cache.
+    assert all(_latest(app, e, "rocksdbMemoryCapacityBytes") == 24 * 1024 * 1024
+               for e in executors)
     assert all(_latest(app, e, "snapshotUploadsInFlight") is not None for e in executors)
-    # No maxOpenStores in this session: the query's instances stay open between batches.
+    # The session's default cap (32 instances) is above what its queries open: the query's
+    # instances stay open between batches.
     assert any((_latest(app, e, "rocksdbInstancesOpen") or 0) > 0 for e in executors)
     assert all(_latest(app, e, "rocksdbInstancesClosedForCap") == 0 for e in executors)
+    assert all(_latest(app, e, "nativeHeapTrims") is not None for e in executors)

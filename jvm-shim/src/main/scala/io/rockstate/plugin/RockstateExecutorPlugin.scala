@@ -32,8 +32,8 @@ class RockstateExecutorPlugin extends ExecutorPlugin with Logging {
       // The plugin context knows no host name inside executors; ask the OS.
       val host = Try(InetAddress.getLocalHost.getHostName).getOrElse("unknown")
       // Fire-and-forget: a slow driver must never hold up the executor's start.
-      ctx.send(ExecutorReady(ctx.executorID(), host, shared.blockCacheBytes,
-        shared.writeBufferManagerBytes))
+      ctx.send(ExecutorReady(ctx.executorID(), host, shared.boundBytes, shared.blockCacheBytes,
+        shared.writeBufferManagerBytes, shared.openInstanceCap))
     } catch {
       case NonFatal(e) =>
         logWarning("rockstate executor plugin could not set up shared RocksDB memory; the " +

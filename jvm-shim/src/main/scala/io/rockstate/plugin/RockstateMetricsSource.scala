@@ -3,7 +3,7 @@ package io.rockstate.plugin
 import com.codahale.metrics.{Gauge, MetricRegistry}
 
 import io.rockstate.checkpoint.CoordinatorStats
-import io.rockstate.storage.local.{ExecutorMemory, LocalStoreFiles, OpenInstances}
+import io.rockstate.storage.local.{ExecutorMemory, LocalStoreFiles, NativeHeapTrim, OpenInstances}
 import io.rockstate.storage.snapshot.SnapshotUploader
 
 /**
@@ -35,6 +35,7 @@ object RockstateMetricsSource {
     gauge(registry, "openStores")(LocalStoreFiles.openStores.toLong)
     gauge(registry, "rocksdbInstancesOpen")(OpenInstances.executor.open.toLong)
     gauge(registry, "rocksdbInstancesClosedForCap")(OpenInstances.executor.closedForCap)
+    gauge(registry, "nativeHeapTrims")(NativeHeapTrim.executor.trims)
     gauge(registry, "localCacheBytes")(LocalStoreFiles.cacheBytes)
     gauge(registry, "rocksdbMemoryUsedBytes")(ExecutorMemory.usedBytes)
     gauge(registry, "rocksdbMemoryCapacityBytes")(

@@ -15,7 +15,8 @@ import io.rockstate.checkpoint.{CheckpointPins, StoreKey}
 import io.rockstate.storage._
 import io.rockstate.storage.conf.RockstateConf
 import io.rockstate.storage.format.{Changelog, StateVersion}
-import io.rockstate.storage.local.{IdleInstance, LocalStoreFiles, OpenInstances, RowChecksumSampler}
+import io.rockstate.storage.local.{ExecutorMemory, IdleInstance, LocalStoreFiles, OpenInstances,
+  RowChecksumSampler}
 import io.rockstate.storage.location.StoreCheckpointDir
 import io.rockstate.storage.retention.RetentionCleaner
 
@@ -249,7 +250,7 @@ abstract class SparkStateStoreProvider extends StateStoreProvider with IdleInsta
             "failed", e)
         }
       } else if (versioned.isOpen) {
-        OpenInstances.executor.released(this, setup.conf.maxOpenStores)
+        OpenInstances.executor.released(this, ExecutorMemory.openInstanceCap(setup.conf))
       }
     }
   }

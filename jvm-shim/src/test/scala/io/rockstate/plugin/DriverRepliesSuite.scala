@@ -9,7 +9,7 @@ class DriverRepliesSuite extends AnyFunSuite {
 
   test("replies escape quotes and backslashes in host names and run ids") {
     val host = "rack \"7\" \\ node"
-    RockstateDriverPlugin.record(ExecutorReady("exec \"1\"", host, 32, 64))
+    RockstateDriverPlugin.record(ExecutorReady("exec \"1\"", host, 40, 32, 64, 8))
     val ready = CheckpointJson.mapper.readTree(RockstateDriverPlugin.readyExecutorsJson)
     val mine = (0 until ready.size).map(ready.get).find(_.path("executorId").asText == "exec \"1\"")
     assert(mine.map(_.path("host").asText).contains(host))

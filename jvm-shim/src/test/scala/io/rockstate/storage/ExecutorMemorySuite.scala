@@ -24,6 +24,25 @@ class ExecutorMemorySuite extends AnyFunSuite {
     assert(ExecutorMemory.shardBits(64 * 1024 * mb) == 6)
   }
 
+  test("the default cap is one open instance per MB of the bound, kept out of the cache") {
+    assert(RockstateConf.from(Map.empty, 2).maxOpenStores == -1)
+    assert(ExecutorMemory.openInstanceCap(-1, 128 * mb) == 128)
+    assert(ExecutorMemory.openInstanceCap(-1, mb / 2) == 1)
+    assert(ExecutorMemory.openInstanceCap(0, 128 * mb) == 0) // no cap
+    assert(ExecutorMemory.openInstanceCap(5, 128 * mb) == 5)
+    // 256 KB an instance: the default's cache is three quarters of the bound.
+    assert(ExecutorMemory.instanceReserve(128, 128 * mb) == 32 * mb)
+    assert(ExecutorMemory.instanceReserve(0, 128 * mb) == 0)
+    assert(ExecutorMemory.instanceReserve(100000, 128 * mb) == 64 * mb) // at most half
+    // A store with the default takes the executor's cap, whatever bound set it up.
+    val conf = RockstateConf.from(Map.empty, 2)
+    val shared = ExecutorMemory.get(conf)
+    assert(ExecutorMemory.openInstanceCap(conf) == shared.openInstanceCap)
+    assert(shared.blockCacheBytes ==
+      shared.boundBytes - ExecutorMemory.instanceReserve(shared.openInstanceCap, shared.boundBytes))
+    assert(shared.writeBufferManagerBytes <= shared.blockCacheBytes)
+  }
+
   // One SST of 400k keys: at 20 bits a key its filter is about 1 MB, as a 64 MB SST's filter
   // is to 2 MB shards.
   private val keys = 400000

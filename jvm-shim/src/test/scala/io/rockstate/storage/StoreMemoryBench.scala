@@ -44,7 +44,8 @@ import io.rockstate.storage.snapshot.SnapshotUploader
  * and closed before the next, for `--rounds` rounds (batches); it prints the same figures
  * after every round, so what the C allocator keeps from a thousand opens and closes shows.
  *
- * With `--max-open-stores K` the stores are rockstate's versioned stores under the executor's
+ * With `--max-open-stores K` (`default`: the setting's default, a cap derived from the bound)
+ * the stores are rockstate's versioned stores under the executor's
  * `maxOpenStores` cap of K: each round loads every store's version, writes `--keys` keys,
  * commits the next version (a changelog each, a snapshot every `snapshotInterval`) and releases
  * it, and the idle instances past K are closed on `OpenInstances`' thread; it prints the same
@@ -96,8 +97,8 @@ object StoreMemoryBench {
     try (opts.get("open-at-once"), opts.get("max-open-stores")) match {
       case (Some(atOnce), _) => runUnloading(dir, conf, stores, keys, atOnce.toInt, rounds)
       case (None, Some(cap)) =>
-        val capped = conf.updated(RockstateConf.MaxOpenStores, cap)
-          .updated(RockstateConf.LocalDir, dir.getPath)
+        val set = if (cap == "default") conf else conf.updated(RockstateConf.MaxOpenStores, cap)
+        val capped = set.updated(RockstateConf.LocalDir, dir.getPath)
         runCapped(dir, capped, stores, keys, rounds, opts.getOrElse("read-back", "0").toInt)
       case _ => run(dir, conf, stores, keys)
     } finally FileUtils.deleteDirectory(dir)
@@ -147,7 +148,7 @@ object StoreMemoryBench {
           s.db.commit(round, forceSnapshot = false)
           (0 until keys by 10).foreach(k => s.db.rocksDB.get(key(round, k)))
         }
-        OpenInstances.executor.released(s, conf.maxOpenStores)
+        OpenInstances.executor.released(s, ExecutorMemory.openInstanceCap(conf))
       }
       assert(SnapshotUploader.awaitIdle(600000), "snapshot uploads still running")
       Thread.sleep(1000) // the last closing pass
@@ -223,9 +224,10 @@ object StoreMemoryBench {
     println(f"$stage%-8s stores=$stores rss=+${(now.rss - before.rss) / mb}%.1f MB " +
       f"heap(committed)=+${(now.heapCommitted - before.heapCommitted) / mb}%.1f MB " +
       f"native=${native / mb}%.1f MB cache=${cache / mb}%.1f MB " +
-      f"(bound ${memory.blockCacheBytes / mb}%.0f MB) outside the cache=${outside / mb}%.1f MB" +
-      f"$split native/bound=${native.toDouble / memory.blockCacheBytes}%.2f " +
-      (if (jvm.isDefined) f"without the JVM's own=${rocksdb.toDouble / memory.blockCacheBytes}%.2f "
+      f"(of ${memory.blockCacheBytes / mb}%.0f MB, bound ${memory.boundBytes / mb}%.0f MB) " +
+      f"outside the cache=${outside / mb}%.1f MB" +
+      f"$split native/bound=${native.toDouble / memory.boundBytes}%.2f " +
+      (if (jvm.isDefined) f"without the JVM's own=${rocksdb.toDouble / memory.boundBytes}%.2f "
        else "") +
       s"open files=+${now.fds - before.fds}")
   }

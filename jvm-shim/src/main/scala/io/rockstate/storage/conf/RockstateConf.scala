@@ -42,6 +42,7 @@ final class RockstateConf private (confs: Map[String, String], sparkMinVersionsT
   val repairMaxReplay: Int = RepairMaxReplay.in(confs)
   val unloadOnCommit: Boolean = UnloadOnCommit.in(confs)
   val maxOpenStores: Int = MaxOpenStores.in(confs)
+  val trimNativeHeap: Boolean = TrimNativeHeap.in(confs)
   val rowChecksums: Boolean = RowChecksumEnabled.in(confs)
   val rowChecksumReadRatio: Long = RowChecksumReadRatio.in(confs)
 
@@ -120,11 +121,12 @@ object RockstateConf {
 
   // RocksDB, per executor or per store.
   val BlockCacheSizeMB: Setting[Long] = own("blockCacheSizeMB", "128", Whole(1),
-    "RocksDB block cache shared by every store of one executor")
+    "RocksDB memory of one executor: its shared block cache and the instances it keeps open")
   val HighPriorityPoolRatio: Setting[Double] = own("highPriorityPoolRatio", "0.1", Fraction,
     "share of the block cache kept for index and filter blocks")
   val WriteBufferManagerMB: Setting[Long] = own("writeBufferManagerMB", "128", Whole(1),
-    "memtable memory shared by every store of one executor, charged to the block cache")
+    "memtable memory shared by every store of one executor, charged to the block cache " +
+      "(at most its size)")
   val WriteBufferSizeMB: Setting[Long] = own("writeBufferSizeMB", "64", Whole(1),
     "size of one memtable of one store")
   val Compression: Setting[String] = own("compression", "lz4",
@@ -151,8 +153,11 @@ object RockstateConf {
     "where stores keep their local files (empty: Spark's per-application directory)")
   val LocalCacheMaxMB: Setting[Long] = own("localCacheMaxMB", "8192", Whole(0),
     "closed stores' local files kept per executor")
-  val MaxOpenStores: Setting[Int] = own("maxOpenStores", "0", Count(0),
-    "RocksDB instances an executor keeps open between tasks (0: no cap)")
+  val MaxOpenStores: Setting[Int] = own("maxOpenStores", "-1", Count(-1),
+    "RocksDB instances an executor keeps open between tasks (-1: one per MB of " +
+      "blockCacheSizeMB; 0: no cap)")
+  val TrimNativeHeap: Setting[Boolean] = own("trimNativeHeap", "true", Flag,
+    "hand the C allocator's free memory back to the OS after instances close")
   val LockAcquireTimeoutMs: Setting[Long] = own("lockAcquireTimeoutMs", "60000", Whole(0),
     "how long a second task attempt waits for a store")
   // Retention and its safety margins.

@@ -11,16 +11,24 @@ import io.rockstate.storage.conf.RockstateConf
  * in the same JVM are ignored, as they would be for any per-executor resource.
  */
 object ExecutorMemory {
+  /**
+   * The executor's RocksDB memory: `boundBytes` (`blockCacheSizeMB`) holds the block cache
+   * (memtables charged to it) and the instances open between tasks, up to `openInstanceCap`
+   * of them (0: no cap, the whole bound is cache and the instances hold memory past it).
+   */
   final case class Shared(cache: Cache, writeBufferManager: WriteBufferManager,
-      blockCacheBytes: Long, writeBufferManagerBytes: Long)
+      boundBytes: Long, blockCacheBytes: Long, writeBufferManagerBytes: Long,
+      openInstanceCap: Int)
 
   @volatile private var shared: Option[Shared] = None
 
   def get(conf: RockstateConf): Shared = synchronized {
     shared.getOrElse {
       RocksDB.loadLibrary()
-      val cacheBytes = conf.blockCacheSizeMB * 1024 * 1024
-      val wbmBytes = conf.writeBufferManagerMB * 1024 * 1024
+      val boundBytes = conf.blockCacheSizeMB * 1024 * 1024
+      val cap = openInstanceCap(conf.maxOpenStores, boundBytes)
+      val cacheBytes = boundBytes - instanceReserve(cap, boundBytes)
+      val wbmBytes = math.min(conf.writeBufferManagerMB * 1024 * 1024, cacheBytes)
       // Index and filter blocks go to the cache's high-priority pool: without one (RocksJava's
       // one-argument LRUCache), data blocks and the memtables' reservations evict them, and
       // point reads of a large state read them again (16M keys on 8 partitions: the slowest
@@ -28,11 +36,39 @@ object ExecutorMemory {
       val cache = newCache(cacheBytes, conf.highPriorityPoolRatio)
       // Memtables are charged to the block cache, so the two share one bound.
       val wbm = new WriteBufferManager(wbmBytes, cache)
-      val s = Shared(cache, wbm, cacheBytes, wbmBytes)
+      val s = Shared(cache, wbm, boundBytes, cacheBytes, wbmBytes, cap)
       shared = Some(s)
       s
     }
   }
+
+  /**
+   * The cap on instances open between tasks for a store with setting `maxOpenStores`: the
+   * setting, or with -1 (the default) the executor's own, one instance per MB of its bound.
+   */
+  def openInstanceCap(conf: RockstateConf): Int =
+    if (conf.maxOpenStores >= 0) conf.maxOpenStores else get(conf).openInstanceCap
+
+  /** `maxOpenStores`, or one instance per MB of the bound (at least one) for -1. */
+  def openInstanceCap(maxOpenStores: Int, boundBytes: Long): Int =
+    if (maxOpenStores >= 0) maxOpenStores
+    else math.max(1L, boundBytes / (1024 * 1024)).toInt
+
+  /**
+   * What the cache leaves of the bound for `cap` open instances: `InstanceReserveBytes` each,
+   * at most half the bound; none without a cap.
+   */
+  def instanceReserve(cap: Int, boundBytes: Long): Long =
+    math.min(cap.toLong * InstanceReserveBytes, boundBytes / 2)
+
+  /**
+   * An open instance's native memory outside the cache (about 160 KB: its MANIFEST's and WAL's
+   * writers, table cache, statistics, a memtable block), and what the C allocator keeps from
+   * its closes and reopens (StoreMemoryBench, 1000 stores, glibc trimmed: 27 MB + 160 KB an
+   * open instance outside the cache at caps of 64 and 200). At 256 KB an instance, a capped
+   * executor's total stays within the bound's +20% (docs/performance.md).
+   */
+  val InstanceReserveBytes: Long = 256L * 1024
 
   def current: Option[Shared] = shared
 

@@ -233,6 +233,7 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
       mergeOperator.close()
       flushReasons.close()
       bloomFilter.foreach(_.close())
+      if (conf.trimNativeHeap) NativeHeapTrim.executor.afterClose()
     }
   }
 }

@@ -9,11 +9,12 @@ import org.apache.spark.internal.Logging
 
 /**
  * The RocksDB instances this executor's stores keep open between their tasks, in the order
- * their tasks released them, and the cap `maxOpenStores` puts on them. An open instance holds
- * 130-150 KB of native memory of its own outside the shared cache (docs/performance.md), so a
- * thousand of them hold about twice the default 128 MB bound; past the cap, the least recently
- * released instances that no task holds are closed (`IdleInstance.closeIfIdle`), and each one's
- * next load reopens it from its local files. The closing runs on `run` (one background thread
+ * their tasks released them, and the cap `maxOpenStores` puts on them (by default one per MB
+ * of the bound, `ExecutorMemory.openInstanceCap`). An open instance holds about 160 KB of
+ * native memory of its own outside the shared cache (docs/performance.md), so a thousand of
+ * them would hold twice the default 128 MB bound; past the cap, the least recently released
+ * instances that no task holds are closed (`IdleInstance.closeIfIdle`), and each one's next
+ * load reopens it from its local files. The closing runs on `run` (one background thread
  * for the executor), never on the releasing task: a close waits for RocksDB's background work
  * and takes another store's lock, and a task holding its own store's lock must not take
  * another's.
@@ -32,8 +33,8 @@ final class OpenInstances(run: Runnable => Unit) extends Logging {
 
   /**
    * `instance` was just released by its task attempt with its RocksDB open: it becomes the most
-   * recently released. With `maxOpenStores` above 0 (the releasing store's setting), a closing
-   * pass is scheduled when more than that many instances are open.
+   * recently released. With a cap above 0 (the releasing store's), a closing pass is scheduled
+   * when more than that many instances are open.
    */
   def released(instance: IdleInstance, maxOpenStores: Int): Unit = {
     val over = synchronized {
