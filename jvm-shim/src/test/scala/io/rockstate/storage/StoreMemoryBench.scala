@@ -14,7 +14,7 @@ import org.apache.commons.io.FileUtils
 
 import io.rockstate.storage.conf.RockstateConf
 import io.rockstate.storage.local.{ExecutorMemory, IdleInstance, LocalRocksDB, LocalStoreFiles,
-  OpenInstances}
+  NativeHeapTrim, OpenInstances}
 import io.rockstate.storage.location.StoreCheckpointDir
 import io.rockstate.storage.snapshot.SnapshotUploader
 
@@ -248,7 +248,7 @@ object StoreMemoryBench {
      */
     def baseline(): Sample = {
       System.gc()
-      diagnosticCommand("systemTrimNativeHeap")
+      NativeHeapTrim.diagnosticTrim()
         .foreach(out => println(s"baseline after trimming the native heap: $out".trim))
       take()
     }
