@@ -251,6 +251,26 @@ def test_max_open_stores_closes_idle_instances_and_reopens_them_like_the_oracle(
     assert all(m["rockstateBytesDownloaded"] == 0 for m in metrics), metrics
 
 
+def test_the_default_cap_closes_instances_past_one_per_mb_of_the_bound(spark, workdir: Path):
+    """No maxOpenStores set: the executor's cap is one instance per MB of its bound, and a query
+    with more partitions than that has its idle instances closed between batches and reopened
+    from local files, with the oracle's output and state."""
+    jvm = spark.sparkContext._jvm
+    memory = jvm.io.rockstate.storage.local.ExecutorMemory.current()
+    assert not memory.isEmpty(), "the session's stores set up the executor's memory"
+    cap = memory.get().openInstanceCap()
+    assert cap * 1024 * 1024 == memory.get().boundBytes()  # the default: one per MB
+    instances = jvm.io.rockstate.storage.local.OpenInstances.executor()
+    closed_before = instances.closedForCap()
+    batches = [events(b, "abcdefgh") for b in range(3)]
+    assert_same_as_oracle(
+        spark, lambda s: s.groupBy("key").agg(F.sum("value").alias("total")), batches,
+        workdir=workdir, name="default-cap", schema=SCHEMA, restart_at=None,
+        confs={"spark.sql.shuffle.partitions": str(cap + 8)})
+    assert instances.closedForCap() > closed_before
+    assert instances.open() <= cap + 2  # at most the cap, but for the two task slots' stores
+
+
 def _lineages(run, metrics: list[dict]) -> str:
     """What a failed lineage check needs: each batch's load figures, and each version's base
     snapshot and changelog count in every store of operator 0 (from its version files)."""
