@@ -40,7 +40,11 @@ def main() -> int:
     p.add_argument("--work", type=Path, default=None, help="where runs keep their files")
     p.add_argument("--oracle", type=Path, default=None,
                    help="an oracle run of the same seed and length to reuse (<work>/oracle)")
+    p.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
+                   help="a rockstate setting over the run's own (maxOpenStores=1: instances "
+                        "close and reopen between batches); repeatable")
     a = p.parse_args()
+    settings = dict(kv.split("=", 1) for kv in a.setting)
     work = a.work or Path(tempfile.mkdtemp(prefix="rockstate-torture-"))
     kinds = tuple(a.kinds.split(","))
     if a.faults_allowed:
@@ -57,7 +61,7 @@ def main() -> int:
     try:
         for provider in providers:
             figures = orchestrator.run(work, a.seed, a.cycles, a.faults, provider, kinds,
-                                       oracle, allowed, outside=world)
+                                       oracle, allowed, outside=world, settings=settings)
             print(figures.line(), flush=True)
             if world is not None:
                 print(f"  S3 requests {dict(world.proxy.plan.requests)}, proxy faults "

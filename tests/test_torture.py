@@ -22,10 +22,14 @@ def test_a_short_seeded_torture_run_loses_nothing(tmp_path: Path):
     # Every kind of fault once, over the nine cycles that takes (cycle 0 starts the queries), on
     # three query kinds: get and put, a join's four stores with watermark removal, and timeouts
     # (the CI budget; bench/torture.py runs every kind, long).
+    # maxOpenStores 1: most of an executor's instances close after every batch and reopen from
+    # their local directories, under the faults.
     figures = orchestrator.run(tmp_path, seed=11, cycles=len(orchestrator.FAULTS) + 1,
-                               faults=len(orchestrator.FAULTS), kinds=("agg", "join", "pandas"))
+                               faults=len(orchestrator.FAULTS), kinds=("agg", "join", "pandas"),
+                               settings={"maxOpenStores": 1})
     print(figures.line())
     assert not figures.problems, figures.problems
+    assert figures.reopened > 0, figures.line()
     assert figures.divergent_rows == 0 and figures.missing_files == 0
     # The faults really happened: every kind but the exact points that had nothing to hit.
     assert sum(figures.faults.values()) >= len(orchestrator.FAULTS) - 2, figures.line()

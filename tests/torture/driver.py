@@ -120,8 +120,10 @@ def run(spec: dict) -> None:
     events = open(root / "events.log", "a")  # noqa: SIM115 - kept open for the process
     running = {kind: start(spark, spec, root, kind) for kind in spec["kinds"]}
     failures = dict.fromkeys(running, 0)
+    reopened: dict[tuple, int] = {}  # (query run, batch) -> instances reopened
     while not (root / "stop").exists():
         for kind, q in list(running.items()):
+            _count_reopened(q, reopened, root / f"reopened-{os.getpid()}.json")
             if not q.isActive:
                 failures[kind] += 1
                 events.write(f"{time.time():.3f} {kind} failed: {q.exception()}\n")
@@ -135,6 +137,18 @@ def run(spec: dict) -> None:
     for q in running.values():
         q.stop()
     local_cluster.stop(spark)
+
+
+def _count_reopened(q, seen: dict, path: Path) -> None:
+    """Notes the instances the query's last batch reopened (``maxOpenStores``); the
+    orchestrator sums every driver's file."""
+    p = q.lastProgress
+    if not p or (p["runId"], p["batchId"]) in seen:
+        return
+    seen[(p["runId"], p["batchId"])] = sum(
+        o.get("customMetrics", {}).get("rockstateInstancesReopened", 0)
+        for o in p.get("stateOperators", []))
+    path.write_text(json.dumps({"reopened": sum(seen.values())}))
 
 
 def _rows(spark, path: str, batch: int, options: dict) -> list[str]:

@@ -61,6 +61,9 @@ class Figures:
     orphan_ratio: float = 0.0
     longest_chain: int = 0
     slowest_recovery_s: float = 0.0
+    # Loads that reopened an instance closed for maxOpenStores (rockstateInstancesReopened,
+    # summed over the batches the drivers saw).
+    reopened: int = 0
     problems: list[str] = field(default_factory=list)
 
     def line(self) -> str:
@@ -69,7 +72,7 @@ class Figures:
                 f"faults={sum(self.faults.values())} ({kinds}) "
                 f"divergent_rows={self.divergent_rows} missing_files={self.missing_files} "
                 f"orphan_ratio={self.orphan_ratio:.3f} longest_chain={self.longest_chain} "
-                f"slowest_recovery_s={self.slowest_recovery_s:.1f} "
+                f"slowest_recovery_s={self.slowest_recovery_s:.1f} reopened={self.reopened} "
                 f"problems={len(self.problems)}")
 
 
@@ -144,8 +147,9 @@ class Driver:
 
 
 def _spec(root: Path, provider: str, master: str, kinds, plan: Path | None,
-          oracle: Path | None = None, outside: dict | None = None) -> Path:
-    settings = {"snapshotInterval": 2, "orphanFileGraceMs": GRACE_MS} \
+          oracle: Path | None = None, outside: dict | None = None,
+          settings: dict | None = None) -> Path:
+    settings = {"snapshotInterval": 2, "orphanFileGraceMs": GRACE_MS, **(settings or {})} \
         if provider == "rockstate" else {}
     confs = {"spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true"} \
         if provider == "spark-rocksdb" else {}
@@ -296,9 +300,12 @@ class Injector:
 
 def run(work: Path, seed: int, cycles: int, faults: int, provider: str = "rockstate",
         kinds=KINDS, oracle: Path | None = None, allowed=FAULTS,
-        batch_timeout: float = 300, outside: Outside | None = None) -> Figures:
+        batch_timeout: float = 300, outside: Outside | None = None,
+        settings: dict | None = None) -> Figures:
     """One seeded torture run; returns its figures (``Figures.line`` prints them). With
-    ``outside``, on its standalone cluster with the checkpoints on its S3 server."""
+    ``outside``, on its standalone cluster with the checkpoints on its S3 server; ``settings``:
+    rockstate settings over the run's own (``maxOpenStores``: 1 closes and reopens instances
+    between batches)."""
     figures = Figures(seed=seed, provider=provider)
     total = cycles + 2  # two quiescing batches at the end
     oracle = oracle or run_oracle(work, seed, total, kinds)
@@ -309,7 +316,7 @@ def run(work: Path, seed: int, cycles: int, faults: int, provider: str = "rockst
     plan.parent.mkdir()
     out_spec = outside.spec(provider) if outside else None
     driver = Driver(_spec(root, provider, "local-cluster[2,1,1024]", kinds, plan,
-                          outside=out_spec), root, root / "driver.log")
+                          outside=out_spec, settings=settings), root, root / "driver.log")
     checkpoint_dir = (lambda kind: outside.checkpoint_dir(provider, kind)) if outside else None
     rng = random.Random(seed * 7919)
     injector = Injector(driver, root, plan, provider, kinds, rng, figures, outside)
@@ -353,6 +360,8 @@ def run(work: Path, seed: int, cycles: int, faults: int, provider: str = "rockst
         time.sleep(3)  # a few maintenance rounds after the last batch
     finally:
         driver.stop()
+    figures.reopened = sum(json.loads(f.read_text())["reopened"]
+                           for f in root.glob("reopened-*.json"))
     _compare(root, oracle, kinds, total, figures)
     _verify(work, root, oracle, provider, kinds, figures, out_spec)
     return figures

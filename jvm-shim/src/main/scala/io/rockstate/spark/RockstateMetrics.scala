@@ -40,6 +40,9 @@ object RockstateMetrics {
     "rockstateBytesDownloaded", "rockstate: bytes downloaded to load the version")
   val ChangelogsReplayed = StateStoreCustomSumMetric(
     "rockstateChangelogsReplayed", "rockstate: changelogs replayed to load the version")
+  val InstancesReopened = StateStoreCustomSumMetric(
+    "rockstateInstancesReopened", "rockstate: loads that reopened an instance closed for " +
+      "maxOpenStores from its local directory")
   // Spark's own name (its HDFS provider's; its RocksDB provider says rocksdbForceSnapshotCount).
   val ForceSnapshotCount = StateStoreCustomSumMetric(
     "forceSnapshotCount", "rockstate: snapshots Spark forced on commit (forceSnapshotOnCommit, " +
@@ -69,9 +72,9 @@ object RockstateMetrics {
 
   val all: Seq[StateStoreCustomMetric] = Seq(CommitBytes, ChangelogRecords, SnapshotSyncMs,
     SnapshotAsyncMs, SnapshotsCompleted, SnapshotsFailed, BytesUploaded, BytesReused,
-    FilesUploaded, FilesReused, LoadMs, BytesDownloaded, ChangelogsReplayed, ForceSnapshotCount,
-    SnapshotsAutoRepaired, StateBytes, BlockCacheHits, BlocksRead, IndexBlocksRead,
-    FilterBlocksRead, BlockBytesRead)
+    FilesUploaded, FilesReused, LoadMs, BytesDownloaded, ChangelogsReplayed, InstancesReopened,
+    ForceSnapshotCount, SnapshotsAutoRepaired, StateBytes, BlockCacheHits, BlocksRead,
+    IndexBlocksRead, FilterBlocksRead, BlockBytesRead)
 
   def values(c: CommitStats, l: LoadStats, stateBytes: Long,
       reads: BlockReads): Map[StateStoreCustomMetric, Long] =
@@ -89,6 +92,7 @@ object RockstateMetrics {
       LoadMs -> l.loadMs,
       BytesDownloaded -> l.bytesDownloaded,
       ChangelogsReplayed -> l.changelogsReplayed.toLong,
+      InstancesReopened -> l.reopened.toLong,
       ForceSnapshotCount -> c.forcedSnapshots.toLong,
       SnapshotsAutoRepaired -> l.snapshotsRepaired.toLong,
       StateBytes -> stateBytes,

@@ -29,7 +29,8 @@ import io.rockstate.storage.snapshot.{AsyncSnapshots, ConfirmedFiles, SnapshotLi
  * and hands the checkpoint to the background uploader (the asynchronous part); later commits
  * rebase onto it once its manifest is written. Loading a version = its snapshot plus the
  * replay of its changelogs, served from the open instance when it holds an earlier point of
- * the same lineage, else from the executor's local files, downloading only what is missing;
+ * the same lineage (or from the directory an instance closed while idle flushed, `closeIdle`),
+ * else from the executor's local files, downloading only what is missing;
  * a fresh load with many changes to replay starts from a snapshot of the lineage that landed
  * after the version file named its own (`NewerSnapshot`).
  *
@@ -63,6 +64,11 @@ final class VersionedRocksDB(
   @volatile private var db: Option[LocalRocksDB] = None
   // The SST bytes of the version the last instance held as it closed (`stateBytes`).
   @volatile private var closedStateBytes = 0L
+  // `closeIdle` closed the instance with the loaded version flushed into `workDir`, which
+  // nothing has touched since: a load that the open instance could have served reopens it from
+  // there. Every other close clears it (`closeDb`), and with it anything that rewrites the
+  // directory.
+  private var flushedIdle = false
   private var loaded: Long = -1L
   private var dirty = false
   // The loaded version's lineage; only `swap` assigns it.
@@ -77,6 +83,8 @@ final class VersionedRocksDB(
   private var loadedAtNanos = System.nanoTime()
   private var changelog: Option[Changelog.Writer] = None
   private var lastLoad = LoadStats(0, 0, 0, 0)
+  // 1 when the load under way reopened the instance `closeIdle` closed (`LoadStats.reopened`).
+  private var reopened = 0
   // Whether `loaded` was reached by this instance's commit rather than by a load.
   private var loadedByCommit = false
   private var lastCommit = CommitStats.Zero
@@ -179,11 +187,15 @@ final class VersionedRocksDB(
     loadedAtNanos = start
     awaitLocalCheckpoint() // counted in the load's time
     val wanted = id.map(VersionFile.pathOf(version, _))
+    if (flushedIdle && loaded == version && wanted.forall(_ == stateId)) reopenIdle()
     if (db.isDefined && loaded == version && !dirty && wanted.forall(_ == stateId)) {
       // The instance's own commit made this version: the batch starting from it loads
       // nothing. (A repeated load within one batch keeps the batch's figures.)
-      if (loadedByCommit) lastLoad = LoadStats(Elapsed.sinceMs(start), 0, 0, 0)
+      if (loadedByCommit || reopened > 0) {
+        lastLoad = LoadStats(Elapsed.sinceMs(start), 0, 0, 0, reopened = reopened)
+      }
       loadedByCommit = false
+      reopened = 0
       return
     }
     val fetched = newFetch(s"version $version")
@@ -193,6 +205,7 @@ final class VersionedRocksDB(
     }
     val manifest = if (version == 0) None
       else Some(restore.readVersion(version, wanted, fetched))
+    if (flushedIdle && manifest.exists(holdsEarlierPointOf)) reopenIdle()
     val (replayed, repaired) = manifest match {
       case Some(m) if canCatchUp(m) =>
         // The open instance holds an earlier version of this lineage: replay the rest.
@@ -207,7 +220,26 @@ final class VersionedRocksDB(
     dirty = false
     loadedByCommit = false
     lastLoad = LoadStats(Elapsed.sinceMs(start), fetched.bytes, fetched.files,
-      replayed, repaired)
+      replayed, repaired, reopened)
+    reopened = 0
+  }
+
+  /**
+   * Reopens the instance `closeIdle` closed from its flushed directory, where it holds the
+   * loaded version exactly as the open instance did. A directory RocksDB cannot open is left
+   * to the full load (`openFresh` restores the version into it again).
+   */
+  private def reopenIdle(): Unit = {
+    flushedIdle = false
+    try {
+      db = Some(new LocalRocksDB(workDir, conf, mustExist = true))
+      reopened = 1
+    } catch {
+      case NonFatal(e) =>
+        logWarning(s"rockstate: reopening $storeId from its local directory $workDir failed; " +
+          s"loading it from its snapshot and changelogs instead", e)
+        loaded = -1L
+    }
   }
 
   /**
@@ -238,7 +270,11 @@ final class VersionedRocksDB(
   }
 
   private def canCatchUp(m: VersionManifest): Boolean =
-    db.isDefined && !dirty && loaded >= 0 && loaded < m.version && stateIdAt(m, loaded) == stateId
+    db.isDefined && !dirty && holdsEarlierPointOf(m)
+
+  /** Whether the loaded version is an earlier point of `m`'s lineage. */
+  private def holdsEarlierPointOf(m: VersionManifest): Boolean =
+    loaded >= 0 && loaded < m.version && stateIdAt(m, loaded) == stateId
 
   /** The state id `m`'s lineage has at version `v`, as far as this instance can tell. */
   private def stateIdAt(m: VersionManifest, v: Long): String =
@@ -539,14 +575,26 @@ final class VersionedRocksDB(
 
   /**
    * Closes the instance when it holds a committed version and nothing else (no write since),
-   * keeping the loaded version's lineage and every local file: the next load reopens the
-   * instance from the local snapshot and changelogs (`maxOpenStores`). Whether it closed.
+   * keeping the loaded version's lineage and every local file (`maxOpenStores`). Its memtables
+   * are flushed first, so the directory holds the version: a next load the open instance would
+   * have served reopens it from there, with no read of the checkpoint location (should the
+   * flush fail, the next load restores the version as a fresh one). Whether it closed.
    */
   def closeIdle(): Boolean = {
     awaitLocalCheckpoint()
     if (db.isEmpty || dirty || changelog.isDefined) false
     else {
+      val flushed = try {
+        rocksDB.flush()
+        true
+      } catch {
+        case NonFatal(e) =>
+          logWarning(s"rockstate: flushing the idle $storeId before closing it failed; its " +
+            "next load restores its version from the snapshot and changelogs", e)
+          false
+      }
       closeDb()
+      flushedIdle = flushed
       true
     }
   }
@@ -568,6 +616,7 @@ final class VersionedRocksDB(
   }
 
   private def closeDb(): Unit = {
+    flushedIdle = false
     db.foreach { d =>
       d.close()
       closedStateBytes = d.sstBytes

@@ -248,11 +248,7 @@ class VersionedRocksDBSuite extends AnyFunSuite {
   test("a load from a newer snapshot of its lineage reads that snapshot's manifest once") {
     // The lookup reads the manifest to check it is of the lineage; the restore takes it as
     // read. On an object store each read is a GET (it read it twice).
-    val hadoop = new Configuration()
-    hadoop.set("fs.rscount.impl", classOf[io.rockstate.testing.CountingFileSystem].getName)
-    hadoop.setBoolean("fs.rscount.impl.disable.cache", true)
-    withStoreSet(Map.empty, s"${io.rockstate.testing.CountingFileSystem.Scheme}://", hadoop) {
-        (_, _, open) =>
+    withCountedStore { (_, open) =>
       val writer = open("writer")
       val keys = (NewerSnapshot.MinReplayRecords + 64).toInt
       try {
@@ -271,6 +267,135 @@ class VersionedRocksDBSuite extends AnyFunSuite {
         assert(io.rockstate.testing.CountingFileSystem.opensOf(_.contains("/snapshots/")) == 1,
           io.rockstate.testing.CountingFileSystem.counts)
       } finally reader.close()
+    }
+  }
+
+  /** A store over the counting file system (`counted` returns the calls a step made). */
+  private def withCountedStore(f: (File, String => VersionedRocksDB) => Unit): Unit = {
+    val hadoop = new Configuration()
+    hadoop.set("fs.rscount.impl", classOf[io.rockstate.testing.CountingFileSystem].getName)
+    hadoop.setBoolean("fs.rscount.impl.disable.cache", true)
+    withStoreSet(Map.empty, s"${io.rockstate.testing.CountingFileSystem.Scheme}://", hadoop) {
+      (work, _, open) => f(work, open)
+    }
+  }
+
+  private def counted(f: => Unit): Map[String, Long] = {
+    io.rockstate.testing.CountingFileSystem.reset()
+    f
+    io.rockstate.testing.CountingFileSystem.counts
+  }
+
+  private def value(db: VersionedRocksDB, key: String): Option[String] =
+    Option(db.rocksDB.get(key.getBytes)).map(new String(_))
+
+  /** The working directories (`db-*`) of the stores under `work`'s local files. */
+  private def workDirs(work: File): Seq[File] =
+    FileUtils.listFilesAndDirs(new File(work, "local"), org.apache.commons.io.filefilter
+      .FalseFileFilter.INSTANCE, org.apache.commons.io.filefilter.TrueFileFilter.INSTANCE)
+      .toArray(Array.empty[File]).toSeq.filter(_.getName.startsWith("db-"))
+
+  test("an instance closed while idle reopens from its directory, its memtable's writes kept") {
+    withCountedStore { (_, open) =>
+      val db = open("idle")
+      try {
+        db.load(0)
+        (1 to 100).foreach(i => db.put(f"k$i%03d".getBytes, s"v1-$i".getBytes))
+        db.commit(1, forceSnapshot = false)
+        assert(db.rocksDB.memtableBytes > 0 && db.stateBytes == 0) // nothing flushed yet
+        assert(db.closeIdle() && !db.isOpen)
+        // The same version again, as the open instance would have served it: no request.
+        assert(counted(db.load(1)).isEmpty)
+        assert(db.isOpen && db.loadStats.reopened == 1 && db.loadStats.changelogsReplayed == 0)
+        assert(value(db, "k100").contains("v1-100"))
+        db.put("k001".getBytes, "v2".getBytes)
+        db.commit(2, forceSnapshot = false)
+        assert(db.closeIdle())
+        assert(counted(db.load(2)).isEmpty && db.loadStats.reopened == 1)
+        assert(value(db, "k001").contains("v2") && value(db, "k002").contains("v1-2"))
+        // Loaded by its own commit, the next batch's load is the open instance's again.
+        db.put("k003".getBytes, "v3".getBytes)
+        db.commit(3, forceSnapshot = false)
+        db.load(3)
+        assert(db.loadStats.reopened == 0)
+      } finally db.close()
+    }
+  }
+
+  test("a closed idle instance catches up on its lineage's later versions from its directory") {
+    withCountedStore { (_, open) =>
+      val first = open("first")
+      val other = open("other") // the partition's next executor, local files of its own
+      try {
+        first.load(0)
+        first.put("a".getBytes, "1".getBytes)
+        first.commit(1, forceSnapshot = false)
+        assert(first.closeIdle())
+        other.load(1)
+        other.put("b".getBytes, "2".getBytes)
+        other.commit(2, forceSnapshot = false)
+        val calls = counted(first.load(2))
+        assert(first.loadStats.reopened == 1 && first.loadStats.changelogsReplayed == 1, calls)
+        assert(value(first, "a").contains("1") && value(first, "b").contains("2"))
+      } finally {
+        other.close()
+        first.close()
+      }
+    }
+  }
+
+  test("a closed idle instance is not reopened for another attempt or an earlier version") {
+    withCountedStore { (_, open) =>
+      val first = open("first")
+      val other = open("other")
+      try {
+        first.load(0)
+        first.put("x".getBytes, "1".getBytes)
+        first.commit(1, forceSnapshot = false)
+        first.put("x".getBytes, "2".getBytes)
+        first.commit(2, forceSnapshot = false)
+        assert(first.closeIdle())
+        // Another attempt of version 2 (Spark's checkpoint format 2 names the one it wants).
+        other.load(1)
+        other.put("x".getBytes, "3".getBytes)
+        other.commit(2, forceSnapshot = false)
+        first.load(2, Some(other.lastCommitId))
+        assert(first.loadStats.reopened == 0 && value(first, "x").contains("3"))
+        first.put("x".getBytes, "4".getBytes)
+        first.commit(3, forceSnapshot = false)
+        assert(first.closeIdle())
+        // An earlier version of its own lineage (a batch run again after a restart).
+        first.load(2, Some(other.lastCommitId))
+        assert(first.loadStats.reopened == 0 && value(first, "x").contains("3"))
+      } finally {
+        other.close()
+        first.close()
+      }
+    }
+  }
+
+  test("a closed idle instance's damaged or emptied directory is restored, never read as empty") {
+    withCountedStore { (work, open) =>
+      val db = open("damaged")
+      try {
+        db.load(0)
+        (1 to 20).foreach(i => db.put(s"k$i".getBytes, s"v$i".getBytes))
+        db.commit(1, forceSnapshot = false)
+        assert(db.closeIdle())
+        val Seq(dir) = workDirs(work)
+        val ssts = dir.listFiles().filter(_.getName.endsWith(".sst"))
+        assert(ssts.nonEmpty, dir.list().toSeq) // the close flushed the memtable
+        ssts.foreach(f => assert(f.delete()))
+        db.load(1)
+        assert(db.loadStats.reopened == 0 && db.loadStats.changelogsReplayed == 1)
+        assert(value(db, "k20").contains("v20"))
+        db.commit(2, forceSnapshot = false)
+        assert(db.closeIdle())
+        FileUtils.cleanDirectory(dir) // what a cleaner of temporary files could do
+        db.load(2)
+        assert(db.loadStats.reopened == 0 && db.loadStats.changelogsReplayed == 2)
+        assert(value(db, "k1").contains("v1") && value(db, "k20").contains("v20"))
+      } finally db.close()
     }
   }
 }

@@ -14,8 +14,11 @@ import io.rockstate.storage.conf.RockstateConf
  * One RocksDB instance in a local directory, opened with the executor's shared memory.
  * Writes go straight to the DB with the WAL off: a version becomes durable only through the
  * checkpoint upload, and an aborted batch is undone by reopening the last committed version.
+ * `mustExist`: the directory holds a database already, and opening fails if it does not (an
+ * emptied directory is never opened as a new, empty database).
  */
-final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseable {
+final class LocalRocksDB(val dir: File, conf: RockstateConf, mustExist: Boolean = false)
+    extends AutoCloseable {
   import LocalRocksDB._
 
   private val memory = ExecutorMemory.get(conf)
@@ -31,7 +34,7 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
   private val flushReasons = new FlushReasons
 
   private val options = new Options()
-    .setCreateIfMissing(true)
+    .setCreateIfMissing(!mustExist)
     .setWriteBufferManager(memory.writeBufferManager)
     .setWriteBufferSize(conf.writeBufferSizeMB * 1024 * 1024)
     // A memtable's memory grows a block at a time, and one with a single key holds a whole
@@ -53,6 +56,9 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
     // (StoreMemoryBench, 1000 open: 162-166 -> 144-150 KB a store opened), and an SST
     // written in 16 KB appends.
     .setWritableFileMaxBufferSize(WritableFileBufferBytes)
+    // RocksDB opens a DB's table files on this many threads, and starts them all on every
+    // open, however few files there are: 15 new threads for a store of one SST, each open.
+    .setMaxFileOpeningThreads(fileOpeningThreads(dir))
     .setInfoLogLevel(InfoLogLevel.WARN_LEVEL)
     .setLogger(RocksDBLog.logger)
     .setListeners(java.util.List.of(flushReasons))
@@ -69,7 +75,11 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
   // The version's SST bytes as the store closed: its files outlive the instance.
   private var sstBytesAtClose = 0L
 
-  private val db: RocksDB = RocksDB.open(options, dir.getAbsolutePath)
+  private val db: RocksDB = try RocksDB.open(options, dir.getAbsolutePath) catch {
+    case e: Throwable =>
+      closeNativeObjects()
+      throw e
+  }
   live.add(this)
 
   // Iterators still open when the DB closes would crash the JVM; close them first.
@@ -137,9 +147,12 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
 
   /** Flushes the memtables and hard-links a consistent copy of the DB into `target`. */
   def checkpointTo(target: File): Unit = {
-    db.flush(flushOptions)
+    flush()
     HardLinkCheckpoint.write(db, dir, target)
   }
+
+  /** Writes the memtables to SSTs and waits: the directory then holds everything written. */
+  def flush(): Unit = db.flush(flushOptions)
 
   /**
    * As a batch ends: starts a background flush of the memtables when they hold more than
@@ -225,16 +238,21 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf) extends AutoCloseab
     try db.cancelAllBackgroundWork(true) finally {
       db.close()
       live.remove(this)
-      writeOptions.close()
-      readOptions.close()
-      flushOptions.close()
-      backgroundFlush.close()
-      options.close()
-      mergeOperator.close()
-      flushReasons.close()
-      bloomFilter.foreach(_.close())
+      closeNativeObjects()
       if (conf.trimNativeHeap) NativeHeapTrim.executor.afterClose()
     }
+  }
+
+  /** The options and helpers the instance was opened with (native objects of their own). */
+  private def closeNativeObjects(): Unit = {
+    writeOptions.close()
+    readOptions.close()
+    flushOptions.close()
+    backgroundFlush.close()
+    options.close()
+    mergeOperator.close()
+    flushReasons.close()
+    bloomFilter.foreach(_.close())
   }
 }
 
@@ -271,6 +289,19 @@ object LocalRocksDB {
     }
     t
   }
+
+  /**
+   * Threads to open `dir`'s table files with: one per `TablesPerOpeningThread` of them, at most
+   * RocksDB's default 16. A thread opens a table of a few blocks in well under a millisecond,
+   * less than starting the thread costs.
+   */
+  def fileOpeningThreads(dir: File): Int = {
+    val tables = Option(dir.list()).map(_.count(_.endsWith(".sst"))).getOrElse(0)
+    math.min(MaxFileOpeningThreads, 1 + tables / TablesPerOpeningThread)
+  }
+
+  val TablesPerOpeningThread = 8
+  val MaxFileOpeningThreads = 16
 
   /** The size of an index or filter partition (RocksDB's default `metadata_block_size`). */
   val MetadataBlockBytes: Long = 4096
