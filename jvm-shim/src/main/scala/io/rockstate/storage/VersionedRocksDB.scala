@@ -83,8 +83,6 @@ final class VersionedRocksDB(
   private var loadedAtNanos = System.nanoTime()
   private var changelog: Option[Changelog.Writer] = None
   private var lastLoad = LoadStats(0, 0, 0, 0)
-  // 1 when the load under way reopened the instance `closeIdle` closed (`LoadStats.reopened`).
-  private var reopened = 0
   // Whether `loaded` was reached by this instance's commit rather than by a load.
   private var loadedByCommit = false
   private var lastCommit = CommitStats.Zero
@@ -187,15 +185,15 @@ final class VersionedRocksDB(
     loadedAtNanos = start
     awaitLocalCheckpoint() // counted in the load's time
     val wanted = id.map(VersionFile.pathOf(version, _))
-    if (flushedIdle && loaded == version && wanted.forall(_ == stateId)) reopenIdle()
-    if (db.isDefined && loaded == version && !dirty && wanted.forall(_ == stateId)) {
+    val reopenedAsIs = flushedIdle && holdsExactly(version, wanted) && reopenIdle()
+    if (db.isDefined && !dirty && holdsExactly(version, wanted)) {
       // The instance's own commit made this version: the batch starting from it loads
       // nothing. (A repeated load within one batch keeps the batch's figures.)
-      if (loadedByCommit || reopened > 0) {
+      if (loadedByCommit || reopenedAsIs) {
+        val reopened = if (reopenedAsIs) 1 else 0
         lastLoad = LoadStats(Elapsed.sinceMs(start), 0, 0, 0, reopened = reopened)
       }
       loadedByCommit = false
-      reopened = 0
       return
     }
     val fetched = newFetch(s"version $version")
@@ -205,7 +203,7 @@ final class VersionedRocksDB(
     }
     val manifest = if (version == 0) None
       else Some(restore.readVersion(version, wanted, fetched))
-    if (flushedIdle && manifest.exists(holdsEarlierPointOf)) reopenIdle()
+    val reopened = flushedIdle && manifest.exists(holdsEarlierPointOf) && reopenIdle()
     val (replayed, repaired) = manifest match {
       case Some(m) if canCatchUp(m) =>
         // The open instance holds an earlier version of this lineage: replay the rest.
@@ -220,27 +218,31 @@ final class VersionedRocksDB(
     dirty = false
     loadedByCommit = false
     lastLoad = LoadStats(Elapsed.sinceMs(start), fetched.bytes, fetched.files,
-      replayed, repaired, reopened)
-    reopened = 0
+      replayed, repaired, if (reopened) 1 else 0)
   }
 
   /**
    * Reopens the instance `closeIdle` closed from its flushed directory, where it holds the
-   * loaded version exactly as the open instance did. A directory RocksDB cannot open is left
-   * to the full load (`openFresh` restores the version into it again).
+   * loaded version exactly as the open instance did; whether it did. A directory RocksDB cannot
+   * open is left to the full load (`openFresh` restores the version into it again).
    */
-  private def reopenIdle(): Unit = {
+  private def reopenIdle(): Boolean = {
     flushedIdle = false
     try {
       db = Some(new LocalRocksDB(workDir, conf, mustExist = true))
-      reopened = 1
+      true
     } catch {
       case NonFatal(e) =>
         logWarning(s"rockstate: reopening $storeId from its local directory $workDir failed; " +
           s"loading it from its snapshot and changelogs instead", e)
         loaded = -1L
+        false
     }
   }
+
+  /** Whether the loaded version is `version`, and the attempt `wanted` names when it names one. */
+  private def holdsExactly(version: Long, wanted: Option[String]): Boolean =
+    loaded == version && wanted.forall(_ == stateId)
 
   /**
    * Opens `m` from the newest snapshot of its lineage when one landed after its version file

@@ -280,6 +280,13 @@ class VersionedRocksDBSuite extends AnyFunSuite {
     }
   }
 
+  /** Opens a store of each name (local files of its own) for `f`; closes them all after it. */
+  private def withOpen(open: String => VersionedRocksDB, names: String*)(
+      f: Seq[VersionedRocksDB] => Unit): Unit = {
+    val stores = names.map(open)
+    try f(stores) finally stores.reverse.foreach(_.close())
+  }
+
   private def counted(f: => Unit): Map[String, Long] = {
     io.rockstate.testing.CountingFileSystem.reset()
     f
@@ -297,8 +304,7 @@ class VersionedRocksDBSuite extends AnyFunSuite {
 
   test("an instance closed while idle reopens from its directory, its memtable's writes kept") {
     withCountedStore { (_, open) =>
-      val db = open("idle")
-      try {
+      withOpen(open, "idle") { case Seq(db) =>
         db.load(0)
         (1 to 100).foreach(i => db.put(f"k$i%03d".getBytes, s"v1-$i".getBytes))
         db.commit(1, forceSnapshot = false)
@@ -318,15 +324,14 @@ class VersionedRocksDBSuite extends AnyFunSuite {
         db.commit(3, forceSnapshot = false)
         db.load(3)
         assert(db.loadStats.reopened == 0)
-      } finally db.close()
+      }
     }
   }
 
   test("a closed idle instance catches up on its lineage's later versions from its directory") {
     withCountedStore { (_, open) =>
-      val first = open("first")
-      val other = open("other") // the partition's next executor, local files of its own
-      try {
+      // `other`: the partition's next executor.
+      withOpen(open, "first", "other") { case Seq(first, other) =>
         first.load(0)
         first.put("a".getBytes, "1".getBytes)
         first.commit(1, forceSnapshot = false)
@@ -337,18 +342,13 @@ class VersionedRocksDBSuite extends AnyFunSuite {
         val calls = counted(first.load(2))
         assert(first.loadStats.reopened == 1 && first.loadStats.changelogsReplayed == 1, calls)
         assert(value(first, "a").contains("1") && value(first, "b").contains("2"))
-      } finally {
-        other.close()
-        first.close()
       }
     }
   }
 
   test("a closed idle instance is not reopened for another attempt or an earlier version") {
     withCountedStore { (_, open) =>
-      val first = open("first")
-      val other = open("other")
-      try {
+      withOpen(open, "first", "other") { case Seq(first, other) =>
         first.load(0)
         first.put("x".getBytes, "1".getBytes)
         first.commit(1, forceSnapshot = false)
@@ -367,17 +367,13 @@ class VersionedRocksDBSuite extends AnyFunSuite {
         // An earlier version of its own lineage (a batch run again after a restart).
         first.load(2, Some(other.lastCommitId))
         assert(first.loadStats.reopened == 0 && value(first, "x").contains("3"))
-      } finally {
-        other.close()
-        first.close()
       }
     }
   }
 
   test("a closed idle instance's damaged or emptied directory is restored, never read as empty") {
     withCountedStore { (work, open) =>
-      val db = open("damaged")
-      try {
+      withOpen(open, "damaged") { case Seq(db) =>
         db.load(0)
         (1 to 20).foreach(i => db.put(s"k$i".getBytes, s"v$i".getBytes))
         db.commit(1, forceSnapshot = false)
@@ -395,7 +391,7 @@ class VersionedRocksDBSuite extends AnyFunSuite {
         db.load(2)
         assert(db.loadStats.reopened == 0 && db.loadStats.changelogsReplayed == 2)
         assert(value(db, "k1").contains("v1") && value(db, "k20").contains("v20"))
-      } finally db.close()
+      }
     }
   }
 }
