@@ -406,11 +406,29 @@ def test_the_benches_floor_gives_the_oracles_output_and_writes_no_state(spark, w
         == [], written
 
 
-def test_the_benches_floor_refuses_what_the_benches_do_not_run(spark, workdir: Path):
-    """A prefix-scanning store (a session window's) is refused when it opens, by name."""
-    with pytest.raises(Exception, match="floor: benchmark-only provider"):
-        run_stream(spark, FLOOR,
-                   lambda s: s.withWatermark("ts", "5 minutes")
-                   .groupBy(F.session_window("ts", "3 minutes"), "key").count(),
-                   BATCHES[:1], workdir=workdir, name="floor-session", schema=SCHEMA,
-                   output_mode="append")
+@pytest.mark.parametrize("operator", ["session window", "join"])
+def test_the_benches_floor_runs_nexmarks_operators_like_the_oracle(
+        spark, workdir: Path, operator: str):
+    """The floor under bench/nexmark_store_cost.py's queries' operators: a session window
+    (its state scanned by a prefix of the key, through the floor's prefix index, across
+    removals as sessions merge and close) and a stream-stream join (four stores a partition,
+    rows removed by the watermark while the store is iterated), the same output as Spark's
+    HDFS provider, across a restart in the same JVM."""
+    if operator == "join":
+        build, batches, extra = join("full_outer"), sided(BATCHES), {"sources": 2}
+    else:
+        def build(s):
+            return s.withWatermark("ts", "5 minutes") \
+                .groupBy(F.session_window("ts", "3 minutes"), "key") \
+                .agg(F.sum("value").alias("total"))
+        batches, extra = BATCHES, {}
+    name = operator.replace(" ", "-")
+    oracle = run_stream(spark, HDFS, build, batches, workdir=workdir, name=f"{name}-oracle",
+                        schema=SCHEMA, output_mode="append", restart_at=3, **extra)
+    floor = run_stream(spark, FLOOR, build, batches, workdir=workdir, name=f"{name}-floor",
+                       schema=SCHEMA, output_mode="append", restart_at=3, **extra)
+    assert oracle.all_rows()
+    assert_same_outputs(oracle, floor, "floor")
+    # The stores' numKeys at the end, summed over partitions and stores.
+    assert sum(op["numRowsTotal"] for op in floor.progress[-1]["stateOperators"]) == \
+        sum(op["numRowsTotal"] for op in oracle.progress[-1]["stateOperators"])

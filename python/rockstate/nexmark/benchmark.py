@@ -11,11 +11,16 @@ from typing import TYPE_CHECKING, Any
 
 from rockstate.nexmark import compare
 from rockstate.nexmark.config import NexmarkConfig
+from rockstate.nexmark.providers import PROVIDERS
 from rockstate.nexmark.queries import NOT_EXPRESSIBLE, QUERIES
 from rockstate.nexmark.run import RunFigures, RunPlan, run_query
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from pyspark.sql import SparkSession
+
+    from rockstate.nexmark.providers import ProviderSpec
 
 
 @dataclass(frozen=True)
@@ -63,16 +68,18 @@ def parse_queries(text: str) -> list[str]:
 
 def run_benchmark(spark: SparkSession, queries: list[str], providers: list[str],
                   config: NexmarkConfig, plan: RunPlan, oracle: bool = True,
-                  progress: Any = None, warmup_events: int = 0) -> BenchmarkResult:
-    """Runs every query on every provider; ``progress`` (a callable) hears of each run.
-    First, unless ``warmup_events`` is 0, the first query runs on every provider over that
-    many events, unmeasured: the JVM's code is compiled before any run is timed."""
+                  progress: Any = None, warmup_events: int = 0,
+                  catalogue: Mapping[str, ProviderSpec] = PROVIDERS) -> BenchmarkResult:
+    """Runs every query on every provider (names in ``catalogue``); ``progress`` (a
+    callable) hears of each run. First, unless ``warmup_events`` is 0, the first query runs
+    on every provider over that many events, unmeasured: the JVM's code is compiled before
+    any run is timed."""
     if warmup_events:
         small = replace(config, events=warmup_events)
         warm = replace(plan, root=plan.path("warmup"), kill_after=None, stop_after=None,
                        batch_events=max(1, warmup_events // 4))
         for provider in providers:
-            run_query(spark, QUERIES[queries[0]], provider, small, warm)
+            run_query(spark, QUERIES[queries[0]], provider, small, warm, catalogue)
     outcomes = []
     for i, name in enumerate(queries):
         query = QUERIES[name]
@@ -82,7 +89,7 @@ def run_benchmark(spark: SparkSession, queries: list[str], providers: list[str],
         order = providers if i % 2 == 0 else list(reversed(providers))
         runs = {}
         for provider in order:
-            runs[provider] = run_query(spark, query, provider, config, plan)
+            runs[provider] = run_query(spark, query, provider, config, plan, catalogue)
             if progress:
                 progress(runs[provider])
         outcomes.append(_compared(spark, query, providers, config, plan, oracle,

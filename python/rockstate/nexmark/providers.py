@@ -8,8 +8,11 @@ SPARK_ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStor
 SPARK_HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 _CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 
-# name -> (provider class, the SQL confs it runs with)
-PROVIDERS: dict[str, tuple[str, dict[str, str]]] = {
+# A provider's class and the SQL confs it runs with.
+ProviderSpec = tuple[str, dict[str, str]]
+
+# The providers by name.
+PROVIDERS: dict[str, ProviderSpec] = {
     "rockstate": (PROVIDER_CLASS, {}),
     # Spark's RocksDB provider as its documentation recommends for latency: changelog
     # checkpointing on (a commit uploads the batch's changes; snapshots in maintenance).

@@ -20,9 +20,12 @@ from rockstate.nexmark.views import stream_views
 from rockstate.session.spark_conf import PROVIDER_KEY
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from pyspark.sql import SparkSession
 
     from rockstate.nexmark.config import NexmarkConfig
+    from rockstate.nexmark.providers import ProviderSpec
     from rockstate.nexmark.queries import Query
 
 @dataclass(frozen=True)
@@ -74,9 +77,10 @@ class RunPlan:
 
 
 def run_query(spark: SparkSession, query: Query, provider: str, config: NexmarkConfig,
-              plan: RunPlan) -> RunFigures:
-    """Runs ``query`` over ``config``'s events on ``provider`` and returns its figures."""
-    provider_class, confs = PROVIDERS[provider]
+              plan: RunPlan, catalogue: Mapping[str, ProviderSpec] = PROVIDERS) -> RunFigures:
+    """Runs ``query`` over ``config``'s events on ``provider`` (a name in ``catalogue``)
+    and returns its figures."""
+    provider_class, confs = catalogue[provider]
     spark.conf.set(PROVIDER_KEY, provider_class)
     spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "1000000")
     # Days (q17) are UTC's, in the query and its oracle alike.

@@ -1,13 +1,9 @@
 package io.rockstate.floor
 
-import java.util.{ArrayList, HashMap, UUID}
 import java.util.concurrent.ConcurrentHashMap
-
-import scala.jdk.CollectionConverters._
 
 import org.apache.hadoop.conf.Configuration
 
-import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
 
@@ -17,9 +13,10 @@ import org.apache.spark.sql.types.StructType
  * without a state store's own work (encoding, RocksDB, changelogs, snapshots, uploads).
  * `bench/provider_bench.py --providers ...,floor` runs it beside the real providers, and each
  * provider's store cost is its batch p50 minus the floor's. It lives in the test kit (never in
- * the user's jar) and serves only what the benches run: one key and one value a row (the
- * aggregation's NoPrefixKeyStateEncoderSpec), no column families, no multiple values per key;
- * `init` refuses anything else.
+ * the user's jar) and serves what the benches run: one key and one value a row, looked up by
+ * the whole key (aggregations, deduplication, joins, flatMapGroupsWithState) or, for a
+ * session window, also scanned by a prefix of it. It refuses, when a store opens, what only
+ * transformWithState uses: column families, multiple values per key, range scans.
  *
  * The state outlives the provider (Spark makes a new provider per query run): a JVM-wide
  * registry keyed by the store's id (checkpoint root, operator, partition, store name) holds one
@@ -55,13 +52,20 @@ class FloorStateStoreProvider extends StateStoreProvider {
     if (useMultipleValuesPerKey) {
       throw refused("multiple values per key (useMultipleValuesPerKey)", stateStoreId)
     }
-    keyStateEncoderSpec match {
-      case _: NoPrefixKeyStateEncoderSpec =>
-      case other => throw refused(s"the key encoder $other (prefix or range scans)", stateStoreId)
+    val prefixColumns = keyStateEncoderSpec match {
+      case _: NoPrefixKeyStateEncoderSpec => 0
+      case spec: PrefixKeyScanStateEncoderSpec => spec.numColsPrefixKey
+      case other => throw refused(s"the key encoder $other (range scans)", stateStoreId)
     }
     storeId = stateStoreId
     hadoop = hadoopConf
-    state = states.computeIfAbsent(stateStoreId, _ => new FloorState(stateStoreId))
+    state = states.computeIfAbsent(stateStoreId, _ => new FloorState(stateStoreId,
+      Option.when(prefixColumns > 0)(new PrefixIndex(keySchema, prefixColumns))))
+    if (state.prefixes.fold(0)(_.columns) != prefixColumns) {
+      throw new IllegalStateException(s"floor: $stateStoreId was opened with " +
+        s"${state.prefixes.fold(0)(_.columns)} prefix columns in this JVM; now with " +
+        s"$prefixColumns")
+    }
   }
 
   override def stateStoreId: StateStoreId = storeId
@@ -95,8 +99,20 @@ class FloorStateStoreProvider extends StateStoreProvider {
 }
 
 object FloorStateStoreProvider {
-  /** Every partition's state in this JVM, by store id; kept until the JVM exits. */
+  /** Every partition's state in this JVM, by store id; kept until the JVM exits or forgetAll. */
   private val states = new ConcurrentHashMap[StateStoreId, FloorState]()
+
+  /**
+   * Drops every partition's state from the registry; how many. For a bench that runs one
+   * query after another in one JVM (the Nexmark bench), so that a finished query's state does
+   * not stay on the heap. A provider already open keeps its partition's state; a new one (a
+   * restarted query) finds none and fails its load, by name.
+   */
+  def forgetAll(): Int = {
+    val dropped = states.size
+    states.clear()
+    dropped
+  }
 
   /** Undo logs kept after commits: the versions below the newest a load may go back to. */
   private[floor] val KeptVersions = 2
@@ -104,7 +120,8 @@ object FloorStateStoreProvider {
   private[floor] def refused(what: String, id: StateStoreId): UnsupportedOperationException =
     new UnsupportedOperationException(s"floor: benchmark-only provider " +
       s"(io.rockstate.floor.FloorStateStoreProvider) of $id: $what is not supported; it serves " +
-      "the benches' aggregation only (one key and one value a row, the default column family)")
+      "the benches' operators only (one key and one value a row, the default column family, " +
+      "lookups by key and scans by a prefix)")
 
   // Spark 4.1+'s StateStore.reportCommitToCoordinator, as Spark's own providers call it on
   // every commit (4.3's coordinator fails a batch some store of which did not report); 4.0
@@ -123,240 +140,4 @@ object FloorStateStoreProvider {
       try m.invoke(null, Long.box(version), id, hadoopConf)
       catch { case e: java.lang.reflect.InvocationTargetException => throw e.getCause }
     }
-}
-
-/** The previous value of each key a version touched, in order (null: the key was absent). */
-private[floor] final class UndoLog {
-  private val keys = new ArrayList[UnsafeRow]()
-  private val previous = new ArrayList[UnsafeRow]()
-
-  def add(key: UnsafeRow, old: UnsafeRow): Unit = {
-    keys.add(key)
-    previous.add(old)
-  }
-
-  /** Puts back what the version changed, newest change first. */
-  def undo(map: HashMap[UnsafeRow, UnsafeRow]): Unit = {
-    var i = keys.size - 1
-    while (i >= 0) {
-      val old = previous.get(i)
-      if (old == null) map.remove(keys.get(i)) else map.put(keys.get(i), old)
-      i -= 1
-    }
-  }
-}
-
-/** One partition's live state in this JVM. Loads, commits and aborts hold its lock. */
-private[floor] final class FloorState(id: StateStoreId) {
-  import FloorStateStoreProvider.{KeptVersions, refused}
-
-  val map = new HashMap[UnsafeRow, UnsafeRow]()
-  private var version = 0L
-  private var started = false
-  // Undo logs of the newest commits, newest first: the head made `version` from `version - 1`.
-  private var history: List[UndoLog] = Nil
-  // The unique id each retained version was committed with (checkpoint format 2).
-  private var ids = Map.empty[Long, String]
-  // The open write store's log; a store whose log is no longer this one may not commit.
-  private var pending: UndoLog = null
-
-  /**
-   * Brings the live map to `version` and, for a write store, opens its undo log. A read store
-   * leaves an open write store's log alone: Spark 4.0 opens a task's read store after its
-   * write store, both at the same version.
-   */
-  def load(want: Long, uniqueId: Option[String], loadEmpty: Boolean, write: Boolean): UndoLog =
-    synchronized {
-      if (write || want != version) undoPending()
-      if (loadEmpty) {
-        map.clear()
-        history = Nil
-        ids = Map.empty
-        version = want
-        started = true
-      } else if (!started) {
-        if (want != 0) throw notHere(want, "this JVM holds no state of it")
-        started = true
-      } else if (want > version) {
-        throw notHere(want, s"this JVM's newest version of it is $version")
-      } else {
-        while (version > want) {
-          history match {
-            case log :: rest =>
-              log.undo(map)
-              history = rest
-              ids -= version
-              version -= 1
-            case Nil =>
-              throw notHere(want, s"this JVM keeps the newest version ($version) and the " +
-                s"$KeptVersions before it")
-          }
-        }
-      }
-      for (given <- uniqueId; have <- ids.get(want) if given != have) {
-        throw new IllegalStateException(s"floor: version $want of $id was committed as " +
-          s"$have in this JVM; Spark asked for $given")
-      }
-      if (write) {
-        pending = new UndoLog
-        pending
-      } else null
-    }
-
-  /** Makes `log`'s version the newest; its id. */
-  def commit(log: UndoLog, from: Long): String = synchronized {
-    if ((pending ne log) || version != from) {
-      throw new IllegalStateException(s"floor: the store of $id at version $from can no " +
-        "longer commit: another store of this partition was opened since")
-    }
-    pending = null
-    history = (log :: history).take(KeptVersions)
-    version = from + 1
-    val uniqueId = UUID.randomUUID().toString
-    ids = ids.filter { case (v, _) => v >= version - KeptVersions } + (version -> uniqueId)
-    uniqueId
-  }
-
-  def abort(log: UndoLog): Unit = synchronized {
-    if (pending eq log) undoPending()
-  }
-
-  private def undoPending(): Unit = {
-    if (pending != null) {
-      pending.undo(map)
-      pending = null
-    }
-  }
-
-  private def notHere(want: Long, why: String): IllegalStateException =
-    new IllegalStateException(s"floor: version $want of $id is not in this JVM's memory ($why). " +
-      "The floor (io.rockstate.floor.FloorStateStoreProvider, benchmark-only) keeps state in " +
-      "memory only and writes nothing: run it on a fresh checkpoint in one JVM (local[N])")
-
-  def checkFamily(name: String): Unit = {
-    val default = StateStore.DEFAULT_COL_FAMILY_NAME
-    if ((name ne default) && name != default) throw refused(s"column family '$name'", id)
-  }
-
-  def refuse(what: String): Nothing = throw refused(what, id)
-}
-
-/** What a read store and a write store read alike: the live map. */
-private[floor] abstract class FloorReads(state: FloorState, val id: StateStoreId,
-    val version: Long) {
-
-  def get(key: UnsafeRow, colFamilyName: String): UnsafeRow = {
-    state.checkFamily(colFamilyName)
-    state.map.get(key)
-  }
-
-  def valuesIterator(key: UnsafeRow, colFamilyName: String): Iterator[UnsafeRow] =
-    state.refuse("valuesIterator (multiple values per key)")
-
-  def prefixScan(prefixKey: UnsafeRow, colFamilyName: String)
-      : StateStoreIterator[UnsafeRowPair] = state.refuse("prefixScan")
-
-  /** Over a copy of the entries: a write store's puts may go on while it is read. */
-  def iterator(colFamilyName: String): StateStoreIterator[UnsafeRowPair] = {
-    state.checkFamily(colFamilyName)
-    val entries = new ArrayList[java.util.Map.Entry[UnsafeRow, UnsafeRow]](state.map.entrySet())
-      .asScala
-    val pair = new UnsafeRowPair()
-    new StateStoreIterator(entries.iterator.map(e => pair.withRows(e.getKey, e.getValue)))
-  }
-
-  // Spark 4.2+ (abstract there).
-  def prefixScanWithMultiValues(prefixKey: UnsafeRow, colFamilyName: String)
-      : StateStoreIterator[UnsafeRowPair] = state.refuse("prefixScanWithMultiValues")
-
-  def iteratorWithMultiValues(colFamilyName: String): StateStoreIterator[UnsafeRowPair] =
-    state.refuse("iteratorWithMultiValues")
-
-  def allColumnFamilyNames: Set[String] = Set(StateStore.DEFAULT_COL_FAMILY_NAME)
-}
-
-/** A read-only view; abort and release leave the live map alone. */
-private[floor] final class FloorReadStore(state: FloorState, storeId: StateStoreId,
-    loaded: Long) extends FloorReads(state, storeId, loaded) with ReadStateStore {
-
-  override def abort(): Unit = ()
-
-  // Spark 4.1+ (abstract on ReadStateStore).
-  def release(): Unit = ()
-
-  override def toString: String = s"FloorReadStore[$id, version=$version]"
-}
-
-/** A batch's writes to the live map, committed as `version + 1`. */
-private[floor] final class FloorWriteStore(state: FloorState, storeId: StateStoreId,
-    loaded: Long, baseId: Option[String], log: UndoLog, hadoopConf: Configuration)
-  extends FloorReads(state, storeId, loaded) with StateStore {
-
-  @volatile private var committed = false
-  @volatile private var done = false // committed or aborted
-  @volatile private var info = StateStoreCheckpointInfo(id.partitionId, version, None, None)
-
-  private def checkOpen(op: String): Unit =
-    if (done) throw new IllegalStateException(s"floor: $op on $this after it was closed")
-
-  // The rows Spark passes are reused: the key is copied once (the map keeps the first copy
-  // of a key it already holds; the log keeps this one), the value once.
-  override def put(key: UnsafeRow, value: UnsafeRow, colFamilyName: String): Unit = {
-    checkOpen("put")
-    state.checkFamily(colFamilyName)
-    val k = key.copy()
-    log.add(k, state.map.put(k, value.copy()))
-  }
-
-  override def remove(key: UnsafeRow, colFamilyName: String): Unit = {
-    checkOpen("remove")
-    state.checkFamily(colFamilyName)
-    val old = state.map.remove(key)
-    if (old != null) log.add(key.copy(), old)
-  }
-
-  override def merge(key: UnsafeRow, value: UnsafeRow, colFamilyName: String): Unit =
-    state.refuse("merge (multiple values per key)")
-
-  // Spark 4.2+ (abstract there).
-  def putList(key: UnsafeRow, values: Array[UnsafeRow], colFamilyName: String): Unit =
-    state.refuse("putList (multiple values per key)")
-
-  def mergeList(key: UnsafeRow, values: Array[UnsafeRow], colFamilyName: String): Unit =
-    state.refuse("mergeList (multiple values per key)")
-
-  override def createColFamilyIfAbsent(colFamilyName: String, keySchema: StructType,
-      valueSchema: StructType, keyStateEncoderSpec: KeyStateEncoderSpec,
-      useMultipleValuesPerKey: Boolean, isInternal: Boolean): Unit =
-    state.refuse(s"createColFamilyIfAbsent('$colFamilyName')")
-
-  override def removeColFamilyIfExists(colFamilyName: String): Boolean =
-    state.refuse(s"removeColFamilyIfExists('$colFamilyName')")
-
-  override def commit(): Long = {
-    checkOpen("commit")
-    val uniqueId = state.commit(log, version)
-    committed = true
-    done = true
-    info = StateStoreCheckpointInfo(id.partitionId, version + 1, Some(uniqueId), baseId)
-    FloorStateStoreProvider.reportCommitToCoordinator(version + 1, id, hadoopConf)
-    version + 1
-  }
-
-  // Spark aborts every store its task did not commit, once the task ends; after a commit it
-  // is a no-op.
-  override def abort(): Unit = {
-    if (!done) {
-      done = true
-      state.abort(log)
-    }
-  }
-
-  override def hasCommitted: Boolean = committed
-
-  override def metrics: StateStoreMetrics = StateStoreMetrics(state.map.size.toLong, 0L, Map.empty)
-
-  override def getStateStoreCheckpointInfo(): StateStoreCheckpointInfo = info
-
-  override def toString: String = s"FloorWriteStore[$id, version=$version]"
 }
