@@ -34,11 +34,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-# The tests' support code: the test kit's jar, compiled for the installed Spark line.
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+# The floor's name and class, and its jar (the test kit's, compiled for the installed Spark
+# line), as provider_bench.py has them.
+from provider_bench import FLOOR, FLOOR_CLASS, floor_jar
 
-FLOOR = "floor"
-FLOOR_CLASS = "io.rockstate.floor.FloorStateStoreProvider"
 PROVIDERS = ("rockstate", "rocksdb")  # beside the floor, unless --providers says
 FIGURES = ("batch_p50_ms", "cpu_s", "time_s")
 
@@ -70,7 +69,6 @@ def main() -> int:
     from rockstate.nexmark.providers import PROVIDERS as KNOWN
     from rockstate.nexmark.providers import parse
     from rockstate.nexmark.run import RunPlan
-    from support.testkit_jar import testkit_jar
 
     queries = parse_queries(args.queries)
     providers = [*parse(args.providers), FLOOR]
@@ -82,7 +80,7 @@ def main() -> int:
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.driver.memory", args.driver_memory)
-               .config("spark.jars", str(testkit_jar())))
+               .config("spark.jars", floor_jar()))
     for conf in args.conf:
         key, _, value = conf.partition("=")
         builder = builder.config(key, value)
