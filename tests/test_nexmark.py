@@ -1,7 +1,7 @@
 """Nexmark on Spark: the generator follows Nexmark's model and is a pure function of the seed
 and the index; every stateful query Spark can express gives its oracle's output (Flink's SQL
-over a batch of the same events) on rockstate and on Spark's RocksDB provider, across a
-stop and restart and across an executor SIGKILL; the runner's CLI writes its table and JSON."""
+over a batch of the same events) on rockstate, across a stop and restart and across an executor
+SIGKILL; the runner's CLI writes its table and JSON, comparing two providers' outputs."""
 
 from __future__ import annotations
 
@@ -52,16 +52,19 @@ def test_events_follow_nexmark_and_regenerate_from_seed_and_index(spark):
     assert other.exceptAll(v.bid).count() > 40_000
 
 
-def test_every_query_equals_its_oracle_on_rockstate_and_spark_rocksdb(spark, workdir):
+def test_every_query_equals_its_oracle_on_rockstate(spark, workdir):
+    # The oracle is Flink's SQL over a batch of the same events, not a provider: rockstate's
+    # output equal to it is the property. (Spark's RocksDB provider gives the same output:
+    # `rockstate nexmark` compares every provider it runs; the CLI test below runs two.)
     queries = parse_queries("all")
     assert set(queries) >= {"q3", "q4", "q5", "q7", "q8", "q9", "q11", "q17", "q18", "q19",
                             "q20"}
-    result = run_benchmark(spark, queries, ["rockstate", "rocksdb"], CONFIG, _plan(workdir))
+    result = run_benchmark(spark, queries, ["rockstate"], CONFIG, _plan(workdir))
     for o in result.outcomes:
-        assert o.providers_equal and o.oracle_equal, (o.query, o.differences)
-        rows = [r.output_rows for r in o.runs]
-        assert rows[0] == rows[1] > 0, (o.query, rows)
-        assert all(r.batches == 5 and r.checkpoint_files > 0 for r in o.runs), o.query
+        assert o.oracle_equal, (o.query, o.differences)
+        (run,) = o.runs
+        assert run.output_rows > 0, o.query
+        assert run.batches == 5 and run.checkpoint_files > 0, o.query
     # The state operators held state (the runs were stateful, not pass-throughs).
     assert all(r.state_rows_peak > 0 for o in result.outcomes for r in o.runs)
 

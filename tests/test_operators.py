@@ -252,6 +252,7 @@ def test_max_open_stores_closes_idle_instances_and_reopens_them_like_the_oracle(
     assert all(m["rockstateBytesDownloaded"] == 0 for m in metrics), metrics
 
 
+@MAIN_LINE_ONLY  # rockstate's own cap: the same code on every line
 def test_the_default_cap_closes_instances_past_one_per_mb_of_the_bound(spark, workdir: Path):
     """No maxOpenStores set: the executor's cap is one instance per MB of its bound, and a query
     with more partitions than that has its idle instances closed between batches and reopened
@@ -368,10 +369,12 @@ def test_a_damaged_snapshot_is_repaired_on_restart_and_the_query_agrees_with_the
 
 
 # The benches' floor (bench/provider_bench.py --providers ...,floor): the test kit's
-# benchmark-only provider, state in memory and nothing written.
+# benchmark-only provider, state in memory and nothing written. The benches run on the main
+# line: so do its tests.
 FLOOR = "io.rockstate.floor.FloorStateStoreProvider"
 
 
+@MAIN_LINE_ONLY
 def test_the_benches_floor_gives_the_oracles_output_and_writes_no_state(spark, workdir: Path):
     """The benches' aggregation on the floor agrees with the oracle batch for batch, across a
     restart in the same JVM whose last batch runs again (its commit dropped from the commit
@@ -406,6 +409,7 @@ def test_the_benches_floor_gives_the_oracles_output_and_writes_no_state(spark, w
         == [], written
 
 
+@MAIN_LINE_ONLY
 @pytest.mark.parametrize("operator", ["session window", "join"])
 def test_the_benches_floor_runs_nexmarks_operators_like_the_oracle(
         spark, workdir: Path, operator: str):
