@@ -25,9 +25,8 @@ import tempfile
 from pathlib import Path
 
 from profile_commit import samples  # the recording's task-thread stacks
-from profile_rows import SAMPLING, STEP_NAMES, in_store, step
+from profile_rows import SAMPLING, STEP_NAMES, STORE, in_store, step
 
-STORE = ("io.rockstate.", "org.rocksdb.", "org.apache.spark.sql.execution.streaming.state.")
 OWNERS = (("RocksDB JNI", "org.rocksdb."), ("rockstate", "io.rockstate."),
           ("Spark state package", "org.apache.spark.sql.execution.streaming.state."),
           ("generated code", "org.apache.spark.sql.catalyst.expressions.GeneratedClass"),
@@ -49,7 +48,7 @@ def request(stack: list[str]) -> str:
     state manager, an aggregation's...), and that frame."""
     outer = max(i for i, f in enumerate(stack) if in_store(f))
     caller = stack[outer + 1] if outer + 1 < len(stack) else "(none)"
-    return f"{caller.rsplit('.', 2)[-2]}.{caller.rsplit('.', 1)[-1]} > {_short(stack[outer])}"
+    return f"{_short(caller)} > {_short(stack[outer])}"
 
 
 def _short(frame: str) -> str:
