@@ -78,7 +78,9 @@ def test_a_stop_and_restart_keeps_the_oracles_output(spark, workdir, query):
 
 @pytest.mark.cluster
 def test_an_executor_sigkill_keeps_the_oracles_output_and_is_timed(cluster_spark, workdir):
-    result = run_benchmark(cluster_spark, ["q9", "q18"], ["rockstate"], CONFIG,
+    # q9 (a join, then an aggregation); the torture suite kills executors under
+    # applyInPandasWithState, q18's operator.
+    result = run_benchmark(cluster_spark, ["q9"], ["rockstate"], CONFIG,
                            _plan(workdir, kill_after=2))
     for o in result.outcomes:
         assert o.oracle_equal, (o.query, o.differences)

@@ -1,7 +1,7 @@
 """A short seeded torture run: every kind of fault once, on three query kinds, on
 ``local-cluster``; outputs, retained state and completed checkpoints equal the oracle's. Then
 one on a standalone cluster of daemons with the checkpoints on a real S3 server behind a fault
-proxy (tests/torture/outside.py).
+proxy (tests/torture/outside.py), with the faults only that world can deal.
 
 The long run (hundreds of faults, and the same schedule on Spark's RocksDB provider) is
 ``bench/torture.py``; docs/guarantees.md has its figures.
@@ -39,24 +39,23 @@ def test_a_short_seeded_torture_run_loses_nothing(tmp_path: Path):
 
 def test_a_short_seeded_torture_run_on_a_standalone_cluster_over_s3_loses_nothing(
         tmp_path: Path):
-    # The same, on a standalone cluster of daemons with the checkpoints on s3proxy behind the
-    # fault proxy: the faults of that world (a worker killed, 503s, 500s, resets, latency, the
-    # server restarted, a full local dir) with a driver kill and a zombie executor among them.
-    # bench/torture.py --outside runs it long (docs/guarantees.md).
-    allowed = (*outside.FAULTS, "kill-driver", "stop-executor")
+    # The same on a standalone cluster of daemons with the checkpoints on s3proxy behind the
+    # fault proxy, dealing the faults no other test deals in that world: a full local dir, a
+    # driver kill and a zombie executor, on the aggregation. Its other faults (a worker killed,
+    # 503s, 500s, resets, latency, the server restarted) each run in test_standalone.py, and
+    # all of them together in bench/torture.py --outside (docs/guarantees.md); the CI budget.
+    allowed = ("full-local-dir", "kill-driver", "stop-executor")
     world = outside.Outside.start(tmp_path / "outside", seed=5)
     try:
         figures = orchestrator.run(tmp_path, seed=5, cycles=len(allowed) + 1,
-                                   faults=len(allowed), kinds=("agg", "join"),
+                                   faults=len(allowed), kinds=("agg",),
                                    allowed=allowed, outside=world)
-        dealt = world.dealt()
     finally:
         world.stop()
-    print(figures.line(), dealt)
+    print(figures.line(), "local dir on tmpfs:", world.full_dir is not None)
     assert not figures.problems, figures.problems
     assert figures.divergent_rows == 0 and figures.missing_files == 0
-    # Every kind but a full local dir where this machine refuses the tmpfs, and a proxy rule
-    # that met no request in its batch.
-    assert sum(figures.faults.values()) >= len(allowed) - 2, figures.line()
-    assert sum(dealt.values()) >= 2, dealt
+    # Every kind, but a full local dir where this machine refuses the tmpfs.
+    assert sum(figures.faults.values()) >= len(allowed) - (world.full_dir is None), \
+        figures.line()
     assert figures.orphan_ratio <= 0.10, figures.line()
