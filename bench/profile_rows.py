@@ -49,7 +49,7 @@ STEPS = (
     ("changelog write", ("io.rockstate.storage.format.Changelog",
                          "org.apache.spark.sql.execution.streaming.state.StateStoreChangelog")),
     ("row checksums", ("io.rockstate.spark.RowChecks", "io.rockstate.storage.format.RowChecksum")),
-    ("reads remembered", ("io.rockstate.storage.local.ReadKeys",)),
+    ("the batch's rows held", ("io.rockstate.storage.local.BatchRows",)),
     ("row encoding", ("org.apache.spark.sql.execution.streaming.state.RocksDBKeyStateEncoder",
                       "org.apache.spark.sql.execution.streaming.state.RocksDBValueStateEncoder",
                       "org.apache.spark.sql.execution.streaming.state.NoPrefixKeyStateEncoder",

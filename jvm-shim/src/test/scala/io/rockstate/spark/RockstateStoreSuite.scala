@@ -20,7 +20,7 @@ import io.rockstate.storage._
 import io.rockstate.storage.conf.RockstateConf
 import io.rockstate.storage.format.{Changelog, CheckpointJson, CorruptCheckpointException, MetaPack,
   StateFile, VersionManifest}
-import io.rockstate.storage.local.{OpenInstances, ReadKeys}
+import io.rockstate.storage.local.OpenInstances
 import io.rockstate.storage.location.StoreCheckpointDir
 import io.rockstate.storage.retention.RetentionCleaner
 import io.rockstate.testing.{FaultInjectingFileSystem, FaultRule, StoreAudit, StoreAuditReport}
@@ -48,9 +48,9 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     assert(p.getStore(2).metrics.numKeys == 2)
   }
 
-  // With the table of remembered reads and without it (every check reads RocksDB).
-  Seq(("reads are remembered", Map.empty[String, String]),
-    ("readKeysHeld 0: nothing remembered", Map(RockstateConf.ReadKeysHeld.key -> "0"))).foreach {
+  // With the batch's rows held and without them (every read and check reads RocksDB).
+  Seq(("the batch's rows held", Map.empty[String, String]),
+    ("readKeysHeld 0: none held", Map(RockstateConf.ReadKeysHeld.key -> "0"))).foreach {
     case (how, extra) =>
       test(s"the row count stays exact when writes follow reads ($how)") {
         val p = provider(extra = extra)
@@ -80,94 +80,49 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
       }
   }
 
-  test("remembered reads belong to one thread and are dropped by any other thread's use") {
-    val reads = new ReadKeys(maxKeys = 2)
-    val k = Array[Byte](1, 2, 3)
-    reads.noteRead(k, found = true)
-    k(0) = 9 // the caller's buffer changes: what was noted is a copy
-    assert(reads.lookup(Array[Byte](1, 2, 3)) == 1 && reads.lookup(k) == -1)
-    def onOtherThread[T](f: => T): T = {
-      val task = new java.util.concurrent.FutureTask[T](() => f)
-      new Thread(task).start()
-      task.get(60, java.util.concurrent.TimeUnit.SECONDS)
+  test("a get the batch's rows serve equals RocksDB's, through writes, aborts and reloads") {
+    // The same seeded operations on a store that holds the batch's rows and on one that
+    // reads every get from RocksDB: each get and each count must agree. A write that left a
+    // held row stale, a batch's rows kept past an abort or a commit, or rows served to
+    // another thread would each show as a difference.
+    val held = provider()
+    val unheld = provider(executor = 2, checkpoint = new File(root, "unheld"),
+      extra = Map(RockstateConf.ReadKeysHeld.key -> "0"))
+    val random = new scala.util.Random(7)
+    var version = 0L
+    (1 to 12).foreach { batch =>
+      val stores = Seq(held.getStore(version), unheld.getStore(version))
+      def both[T](f: StateStore => T): T = {
+        val Seq(a, b) = stores.map(f)
+        assert(a == b, s"batch $batch: $a against $b")
+        a
+      }
+      def read(s: StateStore, k: UnsafeRow): Option[Long] = Option(s.get(k)).map(_.getLong(0))
+      (1 to 300).foreach { _ =>
+        val k = key(s"k${random.nextInt(40)}", 1)
+        random.nextInt(10) match {
+          case 0 | 1 | 2 | 3 => both(read(_, k))
+          case 4 | 5 | 6 => val v = value(random.nextInt(1000)); both(_.put(k, v))
+          case 7 => both(_.remove(k))
+          case 8 => // a read from another thread, as Spark's maintenance may make
+            both { s =>
+              val task = new java.util.concurrent.FutureTask[Option[Long]](() => read(s, k))
+              new Thread(task).start()
+              task.get(60, java.util.concurrent.TimeUnit.SECONDS)
+            }
+          case _ => both(_.iterator().map(p => keyOf(p.key) -> p.value.getLong(0)).toMap)
+        }
+      }
+      if (batch % 4 == 3) stores.foreach(_.abort())
+      else {
+        version = both(_.commit())
+        both(_.metrics.numKeys)
+      }
     }
-    assert(onOtherThread(reads.lookup(Array[Byte](1, 2, 3))) == -1)
-    onOtherThread(reads.written(Array[Byte](7))) // another thread wrote: nothing read stands
-    assert(reads.lookup(Array[Byte](1, 2, 3)) == -1)
-    reads.noteRead(Array[Byte](1), found = false)
-    reads.noteRead(Array[Byte](2), found = true)
-    reads.noteRead(Array[Byte](3), found = true) // past maxKeys: not noted
-    assert(reads.lookup(Array[Byte](1)) == 0 && reads.lookup(Array[Byte](2)) == 1)
-    assert(reads.lookup(Array[Byte](3)) == -1)
-    reads.written(Array[Byte](2))
-    assert(reads.lookup(Array[Byte](2)) == -1 && reads.lookup(Array[Byte](1)) == 0)
-    reads.clear()
-    assert(reads.lookup(Array[Byte](1)) == -1)
-  }
-
-  test("remembered reads stay exact as the table grows past its first size") {
-    val reads = new ReadKeys(maxKeys = 3000)
-    def k(i: Int) = s"key-$i".getBytes
-    (0 until 5000).foreach(i => reads.noteRead(k(i), found = i % 3 != 0))
-    (0 until 3000).foreach(i => assert(reads.lookup(k(i)) == (if (i % 3 != 0) 1 else 0), i))
-    (3000 until 5000).foreach(i => assert(reads.lookup(k(i)) == -1, i)) // past maxKeys
-    (0 until 3000 by 2).foreach(i => reads.written(k(i)))
-    (0 until 3000).foreach(i => assert(reads.lookup(k(i)) == (
-      if (i % 2 == 0) -1 else if (i % 3 != 0) 1 else 0), i))
-    reads.noteRead(k(0), found = true) // read again after its write: known again
-    assert(reads.lookup(k(0)) == 1)
-  }
-
-  test("a write right after a check of the same array marks what the array holds then") {
-    val reads = new ReadKeys(maxKeys = 100)
-    reads.noteRead(Array[Byte](1), found = true)
-    reads.noteRead(Array[Byte](2), found = false)
-    val checked = Array[Byte](1)
-    assert(reads.lookup(checked) == 1)
-    reads.written(checked) // the slot the check found
-    assert(reads.lookup(Array[Byte](1)) == -1 && reads.lookup(Array[Byte](2)) == 0)
-    val reused = Array[Byte](2)
-    assert(reads.lookup(reused) == 0)
-    reused(0) = 3 // the caller changed the array between its check and its write
-    reads.noteRead(Array[Byte](3), found = true)
-    assert(reads.lookup(reused) == 1)
-    reused(0) = 2
-    reads.written(reused) // key 2 is written, whatever slot the check found for key 3
-    assert(reads.lookup(Array[Byte](2)) == -1 && reads.lookup(Array[Byte](3)) == 1)
-  }
-
-  test("remembered reads hold keys of any length, each exactly, within the arena's bound") {
-    val reads = new ReadKeys(maxKeys = 10000, maxBytes = 20000)
-    // Keys of 1 to 300 bytes, each a prefix of the longer ones of its byte.
-    def k(i: Int) = Array.fill[Byte](i % 300 + 1)((i / 300 + 1).toByte)
-    // Which keys the arena takes: each needs 4 bytes of length and its own, while they fit.
-    val noted = (0 until 900).foldLeft((0, Set.empty[Int])) { case ((used, in), i) =>
-      val needs = 4 + k(i).length
-      if (used + needs <= 20000) (used + needs, in + i) else (used, in)
-    }._2
-    assert(noted.size > 100 && noted.size < 900 && noted.exists(_ >= 300))
-    (0 until 900).foreach(i => reads.noteRead(k(i), found = i % 2 == 0))
-    def known(i: Int) = if (!noted(i)) -1 else if (i % 2 == 0) 1 else 0
-    (0 until 900).foreach(i => assert(reads.lookup(k(i)) == known(i), i))
-    assert(reads.lookup(Array.fill[Byte](301)(1)) == -1) // longer than every noted key of 1s
-    (0 until 900 by 3).foreach(i => reads.written(k(i)))
-    (0 until 900).foreach(i => assert(reads.lookup(k(i)) == (if (i % 3 == 0) -1 else known(i)), i))
-    reads.clear() // the next batch starts with the arena at this batch's size, and empty
-    (0 until 900).foreach(i => assert(reads.lookup(k(i)) == -1, i))
-    (0 until 900).foreach(i => reads.noteRead(k(i), found = true))
-    (0 until 900).foreach(i => assert(reads.lookup(k(i)) == (if (noted(i)) 1 else -1), i))
-  }
-
-  test("remembered reads stay exact in a batch that starts at the last batch's size") {
-    val reads = new ReadKeys(maxKeys = 3000)
-    def k(i: Int) = s"key-$i".getBytes
-    (0 until 2000).foreach(i => reads.noteRead(k(i), found = true))
-    reads.clear() // a commit: the next batch's table starts sized for 2000 keys
-    (0 until 2000).foreach(i => assert(reads.lookup(k(i)) == -1, i))
-    (1000 until 5000).foreach(i => reads.noteRead(k(i), found = i % 2 == 0))
-    (1000 until 4000).foreach(i => assert(reads.lookup(k(i)) == (if (i % 2 == 0) 1 else 0), i))
-    (4000 until 5000).foreach(i => assert(reads.lookup(k(i)) == -1, i)) // past maxKeys
-    (0 until 1000).foreach(i => assert(reads.lookup(k(i)) == -1, i))
+    assert(contents(held.getReadStore(version)) == contents(unheld.getReadStore(version)))
+    // Reloaded from the checkpoint on another executor: the same rows and count.
+    assert(provider(executor = 1).getStore(version).metrics.numKeys ==
+      unheld.getStore(version).metrics.numKeys)
   }
 
   test("abort throws away the batch's writes") {

@@ -176,7 +176,7 @@ object RockstateConf {
   val TrackTotalNumberOfRows: Setting[Boolean] = own("trackTotalNumberOfRows", "true", Flag,
     "keep the exact key count")
   val ReadKeysHeld: Setting[Int] = own("readKeysHeld", "100000", Count(0),
-    "keys a task remembers reading in a batch")
+    "rows a task holds of what it read and wrote in a batch")
   // Spark's own keys for automatic snapshot repair (SPARK-54121, Spark 4.2), honoured on every
   // line; rockstate turns it on by default.
   val AutoSnapshotRepair: Setting[Boolean] = sparks("autoSnapshotRepair.enabled", "true", Flag,

@@ -85,47 +85,45 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf, mustExist: Boolean 
   // Iterators still open when the DB closes would crash the JVM; close them first.
   private val openIterators = ConcurrentHashMap.newKeySet[KvIterator]()
 
-  // What the task read, so the row count's check before a put rarely reads again
-  // (`readKeysHeld` 0: never remembered, every check reads).
-  private val remembersReads = conf.readKeysHeld > 0
-  private val readKeys = new ReadKeys(conf.readKeysHeld)
+  // The rows the task read or wrote in the batch, so a read of one again, and the row count's
+  // check before a write, rarely reads RocksDB (`readKeysHeld` 0: none held, every read and
+  // check reads RocksDB).
+  private val holdsRows = conf.readKeysHeld > 0
+  private val batchRows = new BatchRows(conf.readKeysHeld)
 
-  def get(key: Array[Byte]): Array[Byte] = {
-    val value = db.get(readOptions, key)
-    if (remembersReads) readKeys.noteRead(key, value != null)
-    value
-  }
+  private val readRocksDB: Array[Byte] => Array[Byte] = key => db.get(readOptions, key)
 
-  /** Whether `key` exists: from this thread's last read of it if it has one, else RocksDB. */
-  def exists(key: Array[Byte]): Boolean = {
-    val known = if (remembersReads) readKeys.lookup(key) else -1
-    if (known == -1) db.get(readOptions, key) != null else known == 1
-  }
+  def get(key: Array[Byte]): Array[Byte] =
+    if (holdsRows) batchRows.get(key, readRocksDB) else db.get(readOptions, key)
 
-  /** Forgets what was read (a commit or rollback ends the batch; it bounds the memory). */
-  def forgetReads(): Unit = readKeys.clear()
+  /** Whether `key` exists: from this thread's batch if it read or wrote it, else RocksDB. */
+  def exists(key: Array[Byte]): Boolean =
+    if (holdsRows) batchRows.exists(key, readRocksDB) else db.get(readOptions, key) != null
+
+  /** Forgets the batch's rows (a commit or rollback ends the batch; it bounds the memory). */
+  def forgetReads(): Unit = batchRows.clear()
 
   def multiGet(keys: Seq[Array[Byte]]): Seq[Array[Byte]] =
     db.multiGetAsList(keys.asJava).asScala.toSeq
 
   def put(key: Array[Byte], value: Array[Byte]): Unit = {
     db.put(writeOptions, key, value)
-    if (remembersReads) readKeys.written(key)
+    if (holdsRows) batchRows.written(key, value)
   }
 
   def merge(key: Array[Byte], value: Array[Byte]): Unit = {
     db.merge(writeOptions, key, value)
-    if (remembersReads) readKeys.written(key)
+    if (holdsRows) batchRows.merged(key)
   }
 
   def delete(key: Array[Byte]): Unit = {
     db.delete(writeOptions, key)
-    if (remembersReads) readKeys.written(key)
+    if (holdsRows) batchRows.written(key, null)
   }
 
   def deleteRange(begin: Array[Byte], end: Array[Byte]): Unit = {
     db.deleteRange(writeOptions, begin, end)
-    readKeys.clear()
+    batchRows.clear()
   }
 
   /**
