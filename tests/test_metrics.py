@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -22,14 +23,20 @@ from support.streams import run_stream
 SOURCE = "plugin.io.rockstate.plugin.RockstatePlugin"
 
 
-def _latest(app_id: str, process: str, metric: str) -> int | None:
-    """The newest value the CSV sink wrote for one process's metric, None before any."""
+def _values(app_id: str, process: str, metric: str) -> list[tuple[float, int]]:
+    """What the CSV sink wrote for one process's metric: (time in seconds, value), oldest first."""
     path = Path(os.environ["ROCKSTATE_TEST_METRICS_DIR"]) / (
         f"{app_id}.{process}.{SOURCE}.{metric}.csv")
     if not path.exists():
-        return None
-    rows = list(csv.reader(path.read_text().splitlines()))
-    return int(float(rows[-1][1])) if len(rows) > 1 else None
+        return []
+    rows = list(csv.reader(path.read_text().splitlines()))[1:]
+    return [(float(t), int(float(v))) for t, v in rows]
+
+
+def _latest(app_id: str, process: str, metric: str) -> int | None:
+    """The newest value the CSV sink wrote for one process's metric, None before any."""
+    values = _values(app_id, process, metric)
+    return values[-1][1] if values else None
 
 
 @pytest.mark.cluster
@@ -37,6 +44,7 @@ def test_driver_and_executor_figures_reach_the_csv_sink(cluster_spark, workdir: 
     spark = cluster_spark
     app = spark.sparkContext.applicationId
     before = _latest(app, "driver", "checkpointsCompleted") or 0
+    started = time.time()
     run_stream(spark, rockstate.PROVIDER_CLASS, two_operators, keyed_batches(4), workdir=workdir,
                name="metrics", schema=SCHEMA,
                confs={"spark.sql.shuffle.partitions": "4"})
@@ -58,7 +66,11 @@ def test_driver_and_executor_figures_reach_the_csv_sink(cluster_spark, workdir: 
                for e in executors)
     assert all(_latest(app, e, "snapshotUploadsInFlight") is not None for e in executors)
     # The session's default cap (32 instances) is above what its queries open: the query's
-    # instances stay open between batches.
-    assert any((_latest(app, e, "rocksdbInstancesOpen") or 0) > 0 for e in executors)
+    # instances stay open between batches. Any figure written while it ran: once it stops,
+    # Spark's maintenance unloads its stores, and the newest figure may be after that.
+    wait_for(lambda: all(any(t >= started for t, _ in _values(app, e, "rocksdbInstancesOpen"))
+                         for e in executors), "the open instances' figures of the query's time")
+    assert any(v > 0 for e in executors
+               for t, v in _values(app, e, "rocksdbInstancesOpen") if t >= started)
     assert all(_latest(app, e, "rocksdbInstancesClosedForCap") == 0 for e in executors)
     assert all(_latest(app, e, "nativeHeapTrims") is not None for e in executors)
