@@ -414,7 +414,7 @@ final class VersionedRocksDB(
     val start = System.nanoTime()
     awaitLocalCheckpoint() // a commit without writes since the last one
     snapshots.abandonHung()
-    rocksDB.forgetReads() // the batch's reads: their memory ends with it
+    rocksDB.forgetBatchRows() // the rows the batch read and wrote: their memory ends with it
     val log = changelogWriter()
     changelog = None
     log.finish()
@@ -557,7 +557,7 @@ final class VersionedRocksDB(
   def rollback(): Unit = {
     awaitLocalCheckpoint()
     discardChangelog()
-    db.foreach(_.forgetReads())
+    db.foreach(_.forgetBatchRows())
     if (dirty) {
       closeDb()
       loaded = -1L

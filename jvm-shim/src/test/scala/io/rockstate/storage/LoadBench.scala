@@ -163,7 +163,7 @@ object LoadBench {
         def exists(k: Array[Byte]): Unit = db.exists(k)
         def put(k: Array[Byte]): Unit = db.put(k, Value)
         def flush(): Unit = db.checkpointTo(new File(dir.getParentFile, s"flushed-$seed"))
-        def endBatch(): Unit = db.forgetReads()
+        def endBatch(): Unit = db.forgetBatchRows()
       }, existing, changed, batches, seed)
     } finally db.close()
   }

@@ -76,7 +76,7 @@ class ThreadBlockReadsSuite extends AnyFunSuite {
       })
       elsewhere.start()
       elsewhere.join()
-      a.forgetReads() // as the commit does: the batch's rows held are gone, the next task reads
+      a.forgetBatchRows() // as the commit does: the batch's rows held are gone, the next task reads
       ThreadBlockReads.begin(a, 202L)
       (1 to keys by 11).foreach(i => a.get(key(i))) // the same keys again: in the cache now
       val warm = ThreadBlockReads.end(a)

@@ -66,11 +66,7 @@ final class BatchRows(maxKeys: Int, maxBytes: Int = BatchRows.MaxArenaBytes) {
     else if (s != 0 && heldLength(s, key.length) >= 0) {
       val at = valueAt(s, key.length) + LengthBytes
       checked(key, slot, Arrays.copyOfRange(arena, at, at + heldLength(s, key.length)))
-    } else {
-      val value = read(key)
-      store(slot, h, key, value, if (value == null) Absent else Present)
-      value
-    }
+    } else readAndHold(slot, h, key, read)
   }
 
   /** Whether `key` exists: from the table, else from what `read` (RocksDB) returns, then held. */
@@ -80,11 +76,7 @@ final class BatchRows(maxKeys: Int, maxBytes: Int = BatchRows.MaxArenaBytes) {
     val slot = find(key, h)
     val s = slots(slot)
     if (s != 0) checked(key, slot, (s & StateMask) == Present)
-    else {
-      val value = read(key)
-      store(slot, h, key, value, if (value == null) Absent else Present)
-      value != null
-    }
+    else readAndHold(slot, h, key, read) != null
   }
 
   /** `key` was put with `value` (null: deleted). */
@@ -111,6 +103,14 @@ final class BatchRows(maxKeys: Int, maxBytes: Int = BatchRows.MaxArenaBytes) {
     }
     checkedKey = null
     owner = null
+  }
+
+  /** What `read` (RocksDB) returns for `key`, held in `slot`, the one `find` gave for it. */
+  private def readAndHold(slot: Int, h: Int, key: Array[Byte],
+      read: Array[Byte] => Array[Byte]): Array[Byte] = {
+    val value = read(key)
+    store(slot, h, key, value, if (value == null) Absent else Present)
+    value
   }
 
   private def claim(): Unit = if (owner ne Thread.currentThread()) {

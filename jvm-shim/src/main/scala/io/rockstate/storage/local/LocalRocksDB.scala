@@ -101,7 +101,7 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf, mustExist: Boolean 
     if (holdsRows) batchRows.exists(key, readRocksDB) else db.get(readOptions, key) != null
 
   /** Forgets the batch's rows (a commit or rollback ends the batch; it bounds the memory). */
-  def forgetReads(): Unit = batchRows.clear()
+  def forgetBatchRows(): Unit = batchRows.clear()
 
   def multiGet(keys: Seq[Array[Byte]]): Seq[Array[Byte]] =
     db.multiGetAsList(keys.asJava).asScala.toSeq
