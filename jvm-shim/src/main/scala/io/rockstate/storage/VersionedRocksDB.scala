@@ -196,6 +196,8 @@ final class VersionedRocksDB(
       loadedByCommit = false
       return
     }
+    // The rows held are of the version the instance held: not of the one loaded now.
+    db.foreach(_.forgetBatchRows())
     val fetched = newFetch(s"version $version")
     if (version == 0 && id.isDefined) {
       throw new IllegalArgumentException(s"rockstate: version 0 of $storeId is empty state " +
@@ -414,7 +416,7 @@ final class VersionedRocksDB(
     val start = System.nanoTime()
     awaitLocalCheckpoint() // a commit without writes since the last one
     snapshots.abandonHung()
-    rocksDB.forgetBatchRows() // the rows the batch read and wrote: their memory ends with it
+    rocksDB.endBatch() // the rows the batch read and wrote are the new version's
     val log = changelogWriter()
     changelog = None
     log.finish()

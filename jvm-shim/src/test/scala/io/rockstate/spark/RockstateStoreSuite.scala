@@ -81,17 +81,28 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
   }
 
   test("a get the batch's rows serve equals RocksDB's, through writes, aborts and reloads") {
-    // The same seeded operations on a store that holds the batch's rows and on one that
-    // reads every get from RocksDB: each get and each count must agree. A write that left a
-    // held row stale, a batch's rows kept past an abort or a commit, or rows served to
-    // another thread would each show as a difference.
+    // The same seeded operations on a store that holds the batch's rows (and keeps them for
+    // its next batch) and on one that reads every get from RocksDB: each get and each count
+    // must agree. A write that left a held row stale, rows kept past an abort or into a load
+    // of another version (a retried batch loads the one before the last commit), or rows
+    // served to another thread would each show as a difference.
     val held = provider()
     val unheld = provider(executor = 2, checkpoint = new File(root, "unheld"),
       extra = Map(RockstateConf.ReadKeysHeld.key -> "0"))
+    // The same stores on other executors: a batch they commit is replayed by the first two's
+    // next load onto the instances that hold the version before it.
+    val heldElsewhere = provider(executor = 3)
+    val unheldElsewhere = provider(executor = 4, checkpoint = new File(root, "unheld"),
+      extra = Map(RockstateConf.ReadKeysHeld.key -> "0"))
     val random = new scala.util.Random(7)
     var version = 0L
-    (1 to 12).foreach { batch =>
-      val stores = Seq(held.getStore(version), unheld.getStore(version))
+    (1 to 16).foreach { batch =>
+      val at = if (batch % 5 == 0) version - 1 else version // a retry of the last batch
+      val (h, u) = if (batch % 7 == 6) (heldElsewhere, unheldElsewhere) else (held, unheld)
+      val stores = Seq(h.getStore(at), u.getStore(at))
+      if (batch % 7 == 0) { // after another executor's batch: its changes replayed
+        assert(metric(stores.head, "rockstateChangelogsReplayed") == 1, s"batch $batch")
+      }
       def both[T](f: StateStore => T): T = {
         val Seq(a, b) = stores.map(f)
         assert(a == b, s"batch $batch: $a against $b")
@@ -274,7 +285,9 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     Thread.sleep(100) // the upload thread records the confirmation right after the manifest
     commitVersions(p, 2 to 2)((_, s) => s.put(key("one-more", 0), value(0))) // on snapshot 1
     // Loaded on another executor from the snapshot: every key is in SST files, none cached.
-    val elsewhere = provider(executor = 1)
+    // Its rows are not held, so the second batch's reads go to RocksDB again, not to the rows
+    // the first one kept.
+    val elsewhere = provider(executor = 1, extra = Map(RockstateConf.ReadKeysHeld.key -> "0"))
     def readBatch(v: Int): StateStore = {
       val s = elsewhere.getStore(v)
       (1 to 20000 by 17).foreach(i => assert(s.get(key(s"k$i", 1)) != null))

@@ -2,7 +2,7 @@ package io.rockstate.storage
 
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.rockstate.storage.local.BatchRows
+import io.rockstate.storage.local.{BatchRows, KeptRowsBudget}
 
 /** The table of a batch's rows alone: what it answers after each kind of read and write. */
 class BatchRowsSuite extends AnyFunSuite {
@@ -150,5 +150,57 @@ class BatchRowsSuite extends AnyFunSuite {
       assert(held(rows, k(i)) == Some(Option.when(i % 2 == 0)(k(i).toSeq)), i))
     (4000 until 5000).foreach(i => assert(held(rows, k(i)).isEmpty, i)) // past maxKeys
     (0 until 1000).foreach(i => assert(held(rows, k(i)).isEmpty, i))
+  }
+
+  /** `f` on a thread of its own, as the next batch's task runs. */
+  private def onAnotherThread[T](f: => T): T = {
+    val task = new java.util.concurrent.FutureTask[T](() => f)
+    new Thread(task).start()
+    task.get(60, java.util.concurrent.TimeUnit.SECONDS)
+  }
+
+  test("a committed batch's rows are kept for the next batch's thread while the budget allows") {
+    val budget = new KeptRowsBudget(1L << 20)
+    val rows = new BatchRows(maxKeys = 100, kept = budget)
+    read(rows, b(1), b(10))
+    rows.written(b(2), b(20))
+    rows.endBatch()
+    val keptBytes = budget.usedBytes
+    assert(keptBytes > 0)
+    // The next batch, on another thread: the rows are there, and it adds its own.
+    onAnotherThread {
+      assert(held(rows, b(1)) == some(10) && held(rows, b(2)) == some(20))
+      rows.written(b(3), b(30))
+      rows.endBatch()
+    }
+    assert(budget.usedBytes == keptBytes) // the same arrays: nothing more taken
+    // A thread that takes the table from a running batch drops it, and the budget's share.
+    onAnotherThread(assert(held(rows, b(3)) == some(30)))
+    assert(held(rows, b(3)).isEmpty && budget.usedBytes == 0)
+    // A rollback (or a load of another version) clears a kept table too.
+    read(rows, b(4), b(40))
+    rows.endBatch()
+    assert(budget.usedBytes > 0)
+    rows.clear()
+    assert(budget.usedBytes == 0 && onAnotherThread(held(rows, b(4))).isEmpty)
+  }
+
+  test("a batch's rows end with it when the budget has no room or the table is half full") {
+    val none = new BatchRows(maxKeys = 100) // the budget of 0
+    read(none, b(1), b(10))
+    none.endBatch()
+    assert(onAnotherThread(held(none, b(1))).isEmpty)
+    // Two tables, a budget for one: the second store's rows end with its batch.
+    val budget = new KeptRowsBudget(16 * 1024) // one first-size table: 12 KB
+    val first = new BatchRows(maxKeys = 100, kept = budget)
+    val second = new BatchRows(maxKeys = 100, kept = budget)
+    Seq(first, second).foreach { rows => read(rows, b(1), b(10)); rows.endBatch() }
+    assert(onAnotherThread(held(first, b(1))) == some(10))
+    assert(onAnotherThread(held(second, b(1))).isEmpty)
+    // More than half of maxKeys held: cleared, so that the next batch has room for its own.
+    val full = new BatchRows(maxKeys = 4, kept = new KeptRowsBudget(1L << 20))
+    (1 to 3).foreach(i => read(full, b(i), b(i)))
+    full.endBatch()
+    assert(onAnotherThread(held(full, b(1))).isEmpty)
   }
 }

@@ -26,6 +26,7 @@ final class RockstateConf private (confs: Map[String, String], sparkMinVersionsT
   val orphanFileGraceMs: Long = OrphanFileGraceMs.in(confs)
   val trackTotalNumberOfRows: Boolean = TrackTotalNumberOfRows.in(confs)
   val readKeysHeld: Int = ReadKeysHeld.in(confs)
+  val keptRowsMB: Long = KeptRowsMB.in(confs)
   val snapshotInterval: Int = SnapshotInterval.in(confs)
   val changelogCompression: String = ChangelogCompression.in(confs)
   val snapshotUploadThreads: Int = SnapshotUploadThreads.in(confs)
@@ -177,6 +178,8 @@ object RockstateConf {
     "keep the exact key count")
   val ReadKeysHeld: Setting[Int] = own("readKeysHeld", "100000", Count(0),
     "rows a task holds of what it read and wrote in a batch")
+  val KeptRowsMB: Setting[Long] = own("keptRowsMB", "32", Whole(0),
+    "heap an executor keeps of its stores' last batch's rows, for their next batch")
   // Spark's own keys for automatic snapshot repair (SPARK-54121, Spark 4.2), honoured on every
   // line; rockstate turns it on by default.
   val AutoSnapshotRepair: Setting[Boolean] = sparks("autoSnapshotRepair.enabled", "true", Flag,

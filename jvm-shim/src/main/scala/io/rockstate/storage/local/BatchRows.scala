@@ -16,9 +16,13 @@ import org.apache.spark.unsafe.hash.Murmur3_x86_32
  * Every write to the instance goes through `written` or `merged` (or `clear`), so an answer is
  * never stale for the thread that holds the table. A read or write from another thread starts
  * afresh: only one task writes a store at a time, and another thread's reads may interleave
- * with its writes. A commit or rollback clears it: nothing outlives the batch. At most
- * `maxKeys` keys and `maxBytes` bytes of keys and values are held; later keys are not, and a
- * value that does not fit leaves its key known to exist, its value read from RocksDB.
+ * with its writes. A rollback clears it. A commit ends the batch (`endBatch`): the table then
+ * holds the committed version's rows, and is kept for the instance's next batch when `kept`
+ * (the executor's `keptRowsMB`) has room for it; the store clears it before any load that
+ * is not of that version on this instance. Hot keys that come back batch after batch (a
+ * join's open auctions) are then read from RocksDB once, not once a batch. At most `maxKeys`
+ * keys and `maxBytes` bytes of keys and values are held; later keys are not, and a value that
+ * does not fit leaves its key known to exist, its value read from RocksDB.
  *
  * An open-addressing table whose slot is one long: the key's Murmur3 hash, where its entry is
  * in one shared byte array (the arena) and its state. An entry:
@@ -37,7 +41,8 @@ import org.apache.spark.unsafe.hash.Murmur3_x86_32
  * a write right after a get or check of the same array reuses its slot, and a value written
  * right after its key's check (a new key: no value held yet) grows that last entry in place.
  */
-final class BatchRows(maxKeys: Int, maxBytes: Int = BatchRows.MaxArenaBytes) {
+final class BatchRows(maxKeys: Int, maxBytes: Int = BatchRows.MaxArenaBytes,
+    kept: KeptRowsBudget = BatchRows.NoneKept) {
   import BatchRows._
 
   // Per slot: hash << 32 | entry offset << 2 | state; 0 is a free slot.
@@ -46,6 +51,8 @@ final class BatchRows(maxKeys: Int, maxBytes: Int = BatchRows.MaxArenaBytes) {
   private var arenaUsed = 0
   private var size = 0
   private var owner: Thread = null
+  // The table's bytes `kept` holds for it since a batch ended (0: none held).
+  private var keptBytes = 0L
   // How many keys and arena bytes the last batch held: the next batch starts at their size.
   private var lastBatchKeys = 0
   private var lastBatchBytes = 0
@@ -91,9 +98,26 @@ final class BatchRows(maxKeys: Int, maxBytes: Int = BatchRows.MaxArenaBytes) {
     record(key, null, Present)
   }
 
+  /**
+   * The batch ended with a commit: the table holds the committed version's rows. Kept for
+   * the instance's next batch when `kept` has room for its arrays and it is at most half full
+   * (so the next batch can still hold its own rows); otherwise cleared.
+   */
+  def endBatch(): Unit = synchronized {
+    val bytes = 8L * slots.length + arena.length
+    val roomy = size <= maxKeys / 2 && arenaUsed <= maxBytes / 2
+    if (size > 0 && roomy && kept.reserve(bytes - keptBytes)) {
+      keptBytes = bytes
+      checkedKey = null
+      owner = null
+    } else clear()
+  }
+
   def clear(): Unit = synchronized {
+    kept.release(keptBytes)
+    keptBytes = 0
     if (size > 0) {
-      // Back to the first size: a batch's table is not kept for the store's idle time.
+      // Back to the first size: a dropped table holds no memory through the store's idle time.
       lastBatchKeys = size
       lastBatchBytes = arenaUsed
       slots = new Array[Long](InitialSlots)
@@ -114,6 +138,12 @@ final class BatchRows(maxKeys: Int, maxBytes: Int = BatchRows.MaxArenaBytes) {
   }
 
   private def claim(): Unit = if (owner ne Thread.currentThread()) {
+    // A kept table (no owner since its batch ended) goes to the next batch's thread.
+    if (owner == null && keptBytes > 0) owner = Thread.currentThread()
+    else claimCleared()
+  }
+
+  private def claimCleared(): Unit = {
     clear()
     owner = Thread.currentThread()
     val wanted = slotsFor(math.min(lastBatchKeys, maxKeys))
@@ -268,6 +298,9 @@ object BatchRows {
    * rows of a 33-byte key, a string key's UnsafeRow, and a 40-byte value take 8.1 MB).
    */
   val MaxArenaBytes: Int = 64 * 1024 * 1024
+
+  /** No room: every table ends with its batch. */
+  val NoneKept = new KeptRowsBudget(0)
 
   private def entryBytes(keyLength: Int, valueLength: Int): Int =
     2 * LengthBytes + keyLength + math.max(valueLength, 0)

@@ -18,7 +18,7 @@ object ExecutorMemory {
    */
   final case class Shared(cache: Cache, writeBufferManager: WriteBufferManager,
       boundBytes: Long, blockCacheBytes: Long, writeBufferManagerBytes: Long,
-      openInstanceCap: Int)
+      openInstanceCap: Int, keptRows: KeptRowsBudget)
 
   @volatile private var shared: Option[Shared] = None
 
@@ -36,7 +36,9 @@ object ExecutorMemory {
       val cache = newCache(cacheBytes, conf.highPriorityPoolRatio)
       // Memtables are charged to the block cache, so the two share one bound.
       val wbm = new WriteBufferManager(wbmBytes, cache)
-      val s = Shared(cache, wbm, boundBytes, cacheBytes, wbmBytes, cap)
+      // The rows stores keep between batches are on the heap, beside this bound.
+      val kept = new KeptRowsBudget(conf.keptRowsMB * 1024 * 1024)
+      val s = Shared(cache, wbm, boundBytes, cacheBytes, wbmBytes, cap, kept)
       shared = Some(s)
       s
     }

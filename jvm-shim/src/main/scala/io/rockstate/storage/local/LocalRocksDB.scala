@@ -89,7 +89,7 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf, mustExist: Boolean 
   // check before a write, rarely reads RocksDB (`readKeysHeld` 0: none held, every read and
   // check reads RocksDB).
   private val holdsRows = conf.readKeysHeld > 0
-  private val batchRows = new BatchRows(conf.readKeysHeld)
+  private val batchRows = new BatchRows(conf.readKeysHeld, kept = memory.keptRows)
 
   private val readRocksDB: Array[Byte] => Array[Byte] = key => db.get(readOptions, key)
 
@@ -100,8 +100,11 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf, mustExist: Boolean 
   def exists(key: Array[Byte]): Boolean =
     if (holdsRows) batchRows.exists(key, readRocksDB) else db.get(readOptions, key) != null
 
-  /** Forgets the batch's rows (a commit or rollback ends the batch; it bounds the memory). */
+  /** Forgets the rows held (a rollback, or a load of any version but the one they hold). */
   def forgetBatchRows(): Unit = batchRows.clear()
+
+  /** The batch committed: its rows are those of the new version, kept if the budget allows. */
+  def endBatch(): Unit = batchRows.endBatch()
 
   def multiGet(keys: Seq[Array[Byte]]): Seq[Array[Byte]] =
     db.multiGetAsList(keys.asJava).asScala.toSeq
@@ -232,6 +235,7 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf, mustExist: Boolean 
 
   private def closeOnce(): Unit = {
     sstBytesAtClose = Try(liveSstBytes).getOrElse(0L)
+    batchRows.clear() // gives its kept rows' heap back to the executor's budget
     openIterators.asScala.toSeq.foreach(_.close())
     try db.cancelAllBackgroundWork(true) finally {
       db.close()
