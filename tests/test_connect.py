@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from support import connect_client
+from support.listening import listening_addresses
 from support.polling import wait_for
 
 pytestmark = pytest.mark.slow
@@ -254,3 +255,73 @@ def test_remote_local_starts_a_server_with_rockstate_in_this_process(tmp_path: P
     out = json.loads(lines[-1][len("RESULT "):])
     assert not [w for w in out["warnings"] if "CANNOT_MODIFY" in w], out["warnings"]
     assert out["completed"] >= 1
+
+
+# A client's one query, given the server's URL: what it answers, or the error, on one line.
+PROBE = textwrap.dedent("""
+    import sys
+    from pyspark.sql import SparkSession
+    try:
+        spark = SparkSession.builder.remote(sys.argv[1]).getOrCreate()
+        print("ANSWER", spark.range(3).count())
+    except Exception as e:
+        print("REFUSED", type(e).__name__, " ".join(str(e).split())[:600])
+""")
+
+
+def _probe(client_python: Path, url: str, workdir: Path) -> str:
+    script = workdir / "probe.py"
+    script.write_text(PROBE)
+    done = subprocess.run([str(client_python), str(script), url], cwd=workdir,
+                          capture_output=True, text=True, timeout=300, check=False)
+    lines = [x for x in done.stdout.splitlines() if x.startswith(("ANSWER", "REFUSED"))]
+    assert lines, done.stdout[-3000:] + done.stderr[-3000:]
+    return lines[-1]
+
+
+def test_the_server_listens_on_loopback_unless_told_and_then_requires_a_token(
+        servers: tuple[Server, Server], client_python: Path, tmp_path: Path) -> None:
+    """A Connect server runs what its clients send: by default only this machine reaches it
+    (read from the kernel's table of listening sockets), and one that listens on every address
+    refuses a client without the token it generated and printed."""
+    ours = servers[0].wait()
+    assert listening_addresses(ours.port), "no listening socket for the server's port"
+    assert all(a.is_loopback for a in listening_addresses(ours.port)), \
+        listening_addresses(ours.port)
+    banner = ours.log.read_text()
+    assert f"on 127.0.0.1:{ours.port}, this machine only" in banner, banner[-2000:]
+
+    exposed = Server(lambda port: [sys.executable, "-m", "rockstate", "connect-server",
+                                   "--master", "local[1]", "--port", str(port), "--host",
+                                   "0.0.0.0", "--conf", "spark.ui.enabled=false"],
+                     tmp_path / "exposed.log")
+    try:
+        exposed.wait()
+        exposed_on = listening_addresses(exposed.port)
+        assert exposed_on and all(a.is_unspecified for a in exposed_on), exposed_on
+        printed = exposed.log.read_text()
+        token = printed.split(";token=", 1)[1].split()[0] if ";token=" in printed else ""
+        assert len(token) >= 32, printed[-2000:]
+        assert token not in " ".join(_command_lines(exposed.process.pid)), \
+            "the token is on the server's command line"
+        refused = _probe(client_python, exposed.url, tmp_path)
+        assert refused.startswith("REFUSED") and "UNAUTHENTICATED" in refused.upper(), refused
+        wrong = _probe(client_python, f"{exposed.url}/;token=not-{token}", tmp_path)
+        assert wrong.startswith("REFUSED"), wrong
+        assert _probe(client_python, f"{exposed.url}/;token={token}", tmp_path) == "ANSWER 3"
+    finally:
+        exposed.stop()
+
+
+def _command_lines(pid: int) -> list[str]:
+    """The command lines of ``pid`` and every process below it (what ``ps`` shows anyone)."""
+    lines, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            lines.append(Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+            children = Path(f"/proc/{p}/task/{p}/children").read_text().split()
+        except OSError:
+            continue
+        todo += [int(c) for c in children]
+    return lines

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import os
 import re
@@ -181,6 +182,45 @@ def test_rockstate_jar_for_another_line_is_refused(monkeypatch: pytest.MonkeyPat
     with pytest.raises(rockstate.RockstateSetupError,
                        match=rf"built for Spark {re.escape(other)} but pyspark"):
         jar.jar_path()
+
+
+def test_the_build_compiles_the_installed_sources_not_the_working_directorys(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """``python -m rockstate.session.build`` (what the missing-jar error suggests) writes into
+    the package's jars/, which every session loads: run from a folder holding a planted
+    ``jvm-shim/``, it compiles the installed package's own sources, and a folder's sources only
+    when named with ``--sources``."""
+    # An installed package: rockstate/session/build.py beside rockstate/jvm-src/.
+    site = tmp_path / "site-packages"
+    session = site / "rockstate" / "session"
+    session.mkdir(parents=True)
+    for name in ("build.py", "spark_lines.py"):
+        shutil.copy(Path(build.__file__).parent / name, session / name)
+    shutil.copytree(REPO / "jvm-shim" / "src" / "main",
+                    site / "rockstate" / build.PACKAGED_SOURCES / "jvm-shim" / "src" / "main")
+    spec = importlib.util.spec_from_file_location("installed_build", session / "build.py")
+    installed = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "installed_build", installed)  # its dataclasses need it
+    spec.loader.exec_module(installed)
+    compiled: list[list[Path]] = []
+    monkeypatch.setattr(installed, "toolchain", lambda: build.Toolchain(
+        "java", "4.3.0", "4.3", tmp_path, ()))
+    monkeypatch.setattr(installed, "line_sources", lambda root, line: [
+        root / "jvm-shim" / "src" / "main" / "scala"])
+    monkeypatch.setattr(installed, "compile_jar", lambda files, jar, *a, **k: (
+        compiled.append(files), jar)[1])
+    planted = tmp_path / "downloads"
+    (planted / "jvm-shim" / "src" / "main" / "scala").mkdir(parents=True)
+    (planted / "jvm-shim" / "src" / "main" / "scala" / "Planted.scala").write_text(
+        "object Planted")
+    monkeypatch.chdir(planted)
+
+    assert installed.main(["--out", str(tmp_path / "jars")]) == 0
+    own = site / "rockstate" / build.PACKAGED_SOURCES
+    assert compiled[-1] and all(f.is_relative_to(own) for f in compiled[-1])
+    assert installed.main(["--out", str(tmp_path / "jars"), "--sources", str(planted)]) == 0
+    assert [f.name for f in compiled[-1]] == ["Planted.scala"]
+    assert installed.main(["--out", str(tmp_path / "jars"), "--sources", str(tmp_path)]) == 2
 
 
 def test_missing_jar_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):

@@ -86,6 +86,11 @@ def _parser() -> argparse.ArgumentParser:
     server.set_defaults(run=_connect_server_command)
     server.add_argument("--port", type=int, default=15002,
                         help="the port clients connect to (sc://host:PORT; default 15002)")
+    server.add_argument("--host", default=None,
+                        help="the address it listens on (default 127.0.0.1: this machine only); "
+                             "any other needs a token: Spark's spark.connect.authenticate.token "
+                             "or the SPARK_CONNECT_AUTHENTICATE_TOKEN environment variable, else "
+                             "one is generated and printed")
     server.add_argument("--master", default="local[*]",
                         help="where the server's queries run (default: local[*])")
     server.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
@@ -333,20 +338,28 @@ def _spark_defaults_command(args: argparse.Namespace, rest: list[str]) -> int:
 
 
 def _connect_server_command(args: argparse.Namespace, rest: list[str]) -> int:
-    from rockstate.session.connect_server import ConnectServer, shell_line, spark_home
+    from rockstate.session.connect_server import TOKEN_ENV, ConnectServer, shell_line, spark_home
     from rockstate.session.jar import jar_path
 
-    server = ConnectServer(master=args.master, port=args.port,
-                           conf=_key_values(args.conf, "conf"))
+    try:
+        server = ConnectServer.of(args.master, args.port, _key_values(args.conf, "conf"),
+                                  args.host, dict(os.environ))
+    except RockstateError as e:
+        _fail("connect-server", str(e))
+        return 2
     home, jar = spark_home(), str(jar_path())
     cmd = server.command(home, jar)
     if args.print_only:
+        if server.exposed and not os.environ.get(TOKEN_ENV):
+            # A printed command must not carry a secret, nor start a server with none.
+            _fail("connect-server", f"--host {server.host} needs a token: set {TOKEN_ENV} in "
+                  "the environment the printed commands run in, and run --print with it set")
+            return 2
         print(shell_line(cmd))
         print(shell_line(server.daemon_command(home, jar)))
         return 0
-    print(f"rockstate: Spark Connect server on sc://localhost:{args.port} "
-          f"(master {args.master})", file=sys.stderr, flush=True)
-    env = dict(os.environ, SPARK_HOME=str(home))
+    print(server.banner() + f" (master {args.master})", file=sys.stderr, flush=True)
+    env = server.environment(dict(os.environ, SPARK_HOME=str(home)))
     os.execvpe(cmd[0], cmd, env)  # the server becomes this process: signals reach it
 
 

@@ -32,17 +32,22 @@ def _applications(url: str) -> list[dict]:
 
 
 @contextmanager
-def history_server(log_dir: Path, work: Path, jar: Path) -> Iterator[str]:
-    """Runs a History Server over ``log_dir`` until the block ends; yields its URL."""
+def history_server(log_dir: Path, work: Path, jar: Path, heap: str | None = None,
+                   options: dict[str, str] | None = None) -> Iterator[str]:
+    """Runs a History Server over ``log_dir`` until the block ends; yields its URL. ``heap``:
+    its JVM's heap (SPARK_DAEMON_MEMORY, Spark's default 1g); ``options``: more of its
+    settings."""
     import pyspark
 
     home = Path(pyspark.__file__).parent
     port = free_port()
+    settings = {"spark.history.fs.logDirectory": log_dir.as_uri(),
+                "spark.history.ui.port": str(port), "spark.history.fs.update.interval": "1s",
+                **(options or {})}
     env = dict(os.environ, SPARK_HOME=str(home), SPARK_DAEMON_CLASSPATH=str(jar),
-               SPARK_HISTORY_OPTS=" ".join([
-                   f"-Dspark.history.fs.logDirectory={log_dir.as_uri()}",
-                   f"-Dspark.history.ui.port={port}",
-                   "-Dspark.history.fs.update.interval=1s"]))
+               SPARK_HISTORY_OPTS=" ".join(f"-D{k}={v}" for k, v in settings.items()))
+    if heap:
+        env["SPARK_DAEMON_MEMORY"] = heap
     log = (work / "history-server.log").open("wb")
     proc = subprocess.Popen([str(home / "bin" / "spark-class"),
                              "org.apache.spark.deploy.history.HistoryServer"],

@@ -5,8 +5,9 @@ SVG, no script, so it also renders where a notebook viewer strips scripts.
 
 from __future__ import annotations
 
-import html
 from typing import TYPE_CHECKING
+
+from rockstate.checkpoint.markup import as_text
 
 if TYPE_CHECKING:
     from rockstate.checkpoint.model import QueryCheckpoints
@@ -36,11 +37,11 @@ def checkpoints_html(view: QueryCheckpoints) -> str:
     rows = view.history
     timed = [(c.version, c.duration_ms or 0, c.status) for c in rows
              if c.status != "pending" and c.duration_ms is not None][-30:]
-    head = (f"<b>rockstate checkpoints</b> {html.escape(view.location or '')} &middot; "
+    head = (f"<b>rockstate checkpoints</b> {as_text(view.location or '')} &middot; "
             f"{len(view.completed)} completed, {len(view.pending)} pending, "
             f"{len(view.aborted)} aborted")
     if view.failure:
-        head += f"<br><span style='color:#b3261e'>{html.escape(view.failure)}</span>"
+        head += f"<br><span style='color:#b3261e'>{as_text(view.failure)}</span>"
     body = []
     for c in reversed(rows[-ROWS:]):
         color = {"aborted": "#b3261e", "pending": "#8a6d00"}.get(c.status, "inherit")
@@ -52,7 +53,7 @@ def checkpoints_html(view: QueryCheckpoints) -> str:
             f"<tr style='color:{color}'><td>{c.version}</td><td>{c.status}</td>"
             f"<td>{'' if c.duration_ms is None else f'{c.duration_ms:,}'}</td>"
             f"<td>{size}</td><td>{uploaded}</td><td>{len(c.stores) or ''}</td>"
-            f"<td style='text-align:left'>{html.escape(detail)}</td></tr>")
+            f"<td style='text-align:left'>{as_text(detail)}</td></tr>")
     table = ("<table class='rockstate-checkpoints'><tr><th>version</th><th>status</th>"
              "<th>ms</th><th>state bytes</th><th>uploaded</th><th>stores</th><th>detail</th>"
              f"</tr>{''.join(body)}</table>") if body else "<i>no checkpoint yet</i>"

@@ -159,15 +159,26 @@ def toolchain() -> Toolchain:
 
 
 def source_root() -> Path:
-    """The folder holding ``jvm-shim/src``: a checkout or an sdist, or the installed package
-    (which carries the sources under ``jvm-src`` for building on first use)."""
+    """The folder holding ``jvm-shim/src`` that this rockstate was made from: the checkout (or
+    sdist) this module is in, or the installed package's own copy (``jvm-src``, for building on
+    first use). Never the working directory or any other folder near it: the jar is written
+    into the package's ``jars/``, which every session loads, so building whatever a folder
+    holds would install it. Other sources are built only when named (``--sources``)."""
     package = Path(__file__).resolve().parents[1]  # rockstate/, this module is in session/
-    for base in (package.parents[1], package.parent, Path.cwd(), package / PACKAGED_SOURCES):
-        if (base / "jvm-shim" / "src" / "main" / "scala").is_dir():
-            return base
+    checkout = package.parents[1]  # <checkout>/python/rockstate
+    if (checkout / "python" / "rockstate").resolve() == package and _has_sources(checkout):
+        return checkout
+    if _has_sources(package / PACKAGED_SOURCES):
+        return package / PACKAGED_SOURCES
     raise BuildError(
-        "rockstate: jvm-shim/src/main/scala was not found; build from a rockstate checkout."
+        f"rockstate: this installation carries no JVM sources ({package / PACKAGED_SOURCES} "
+        "is missing); reinstall rockstate (`pip install --force-reinstall --no-deps "
+        "rockstate`), or build from a checkout with `--sources CHECKOUT`."
     )
+
+
+def _has_sources(base: Path) -> bool:
+    return (base / "jvm-shim" / "src" / "main" / "scala").is_dir()
 
 
 def line_sources(root: Path, line: str) -> list[Path]:
@@ -262,9 +273,15 @@ def main(argv: list[str] | None = None) -> int:
     default_out = Path(__file__).resolve().parents[1] / "jars"
     parser.add_argument("--out", type=Path, default=default_out,
                         help=f"output folder (default: {default_out})")
+    parser.add_argument("--sources", type=Path, default=None, metavar="CHECKOUT",
+                        help="build from the jvm-shim/ of this folder instead of the sources "
+                             "this rockstate was installed with")
     args = parser.parse_args(argv)
     try:
-        jar = build(args.out)
+        if args.sources is not None and not _has_sources(args.sources):
+            raise BuildError(f"rockstate: {args.sources} has no jvm-shim/src/main/scala; give "
+                             "--sources a rockstate checkout")
+        jar = build(args.out, sources=args.sources)
     except BuildError as e:
         print(str(e), file=sys.stderr)
         return 2

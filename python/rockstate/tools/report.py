@@ -8,13 +8,13 @@ not a workaround. The figures come from :mod:`rockstate.report_data`.
 
 from __future__ import annotations
 
-import html
 import statistics
 from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rockstate.checkpoint.markup import as_text
 from rockstate.checkpoint.model import CheckpointRecord
 from rockstate.errors import RockstateSetupError
 from rockstate.tools.report_data import (
@@ -85,15 +85,15 @@ def render(data: ReportData) -> str:
     generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     parts = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
-        f"<title>rockstate report: {html.escape(data.location)}</title>",
+        f"<title>rockstate report: {as_text(data.location)}</title>",
         f"<style>{CSS}</style><script>{get_plotlyjs()}</script></head><body>",
         "<h1>Checkpoint history</h1>",
-        f"<div class='sub'>{html.escape(data.location)} &middot; provider "
-        f"<code>{html.escape(data.provider)}</code> &middot; generated {generated}</div>",
+        f"<div class='sub'>{as_text(data.location)} &middot; provider "
+        f"<code>{as_text(data.provider)}</code> &middot; generated {generated}</div>",
     ]
-    parts += [f"<p class='note'>{html.escape(n)}</p>" for n in data.notes]
+    parts += [f"<p class='note'>{as_text(n)}</p>" for n in data.notes]
     if data.checkpoints.failure:
-        parts.append(f"<p class='note'>{html.escape(data.checkpoints.failure)}</p>")
+        parts.append(f"<p class='note'>{as_text(data.checkpoints.failure)}</p>")
     if data.kind == ROCKSTATE:
         parts.append(_checkpoint_table(data))
     if charts:
@@ -172,8 +172,8 @@ def _row(c: CheckpointRecord) -> str:
         f"<td>{_bytes(c.state_bytes) if c.stores else ''}</td>",
         f"<td>{_bytes(c.bytes_uploaded) if c.stores else ''}</td>",
         f"<td>{_bytes(c.bytes_reused) if c.stores else ''}</td>",
-        f"<td class='l'>{html.escape(straggler)}</td>",
-        f"<td class='l'>{html.escape(detail)}</td>",
+        f"<td class='l'>{as_text(straggler)}</td>",
+        f"<td class='l'>{as_text(detail)}</td>",
     ]
     return f"<tr class='{c.status}'>{''.join(cells)}</tr>"
 
@@ -194,7 +194,8 @@ def _checkpoint_table(data: ReportData) -> str:
 # ---- charts ----
 
 def _store_label(operator: int, partition: int, store: str) -> str:
-    return f"op{operator}/p{partition}" + ("" if store == "default" else f"/{store}")
+    """A store's name on a chart's axis: its name comes from the checkpoint, so as text."""
+    return f"op{operator}/p{partition}" + ("" if store == "default" else f"/{as_text(store)}")
 
 
 def _rockstate_charts(data: ReportData, go: Any) -> list[tuple[Any, str]]:
@@ -212,7 +213,8 @@ def _rockstate_charts(data: ReportData, go: Any) -> list[tuple[Any, str]]:
                             y=[c.duration_ms or 0 for c in q.aborted], mode="markers",
                             name="aborted", marker={"symbol": "x", "size": 12,
                                                     "color": "#b3261e"},
-                            text=[f"checkpoint {c.version}: {c.reason}" for c in q.aborted])
+                            text=[f"checkpoint {c.version}: {as_text(c.reason)}"
+                                  for c in q.aborted])
         _titles(fig, "Checkpoint duration", "triggered at (UTC)", "ms")
         charts.append((fig, "Checkpoint duration"))
     if done:
@@ -240,7 +242,8 @@ def _rockstate_charts(data: ReportData, go: Any) -> list[tuple[Any, str]]:
             fig.add_bar(x=[_store_label(s.operator, s.partition, s.store) for s in stores],
                         y=[s.acked_at_ms - latest.triggered_at_ms for s in stores],
                         name="acknowledged after the first", marker_color="#3b7ddd",
-                        customdata=[[s.sync_ms, s.async_ms, s.executor_id] for s in stores],
+                        customdata=[[s.sync_ms, s.async_ms, as_text(s.executor_id)]
+                                    for s in stores],
                         hovertemplate="%{x}: +%{y} ms<br>sync %{customdata[0]} ms, async "
                                       "%{customdata[1]} ms<br>executor %{customdata[2]}"
                                       "<extra></extra>")

@@ -4,12 +4,13 @@ import scala.annotation.meta.getter
 
 import org.apache.spark.util.kvstore.KVIndex
 
-import io.rockstate.checkpoint.{AcknowledgedStore, CheckpointTotals}
+import io.rockstate.checkpoint.CheckpointTotals
 
 /**
  * A checkpoint of a query run as the rockstate tab shows it, in the application's status store
  * (the History Server's too): pending from its first acknowledgement, then completed or
- * aborted. `stores` are the acknowledgements counted, in arrival order.
+ * aborted. `acknowledged` counts the stores that acknowledged it; `acksKept` of them are in
+ * the store as `AckEntry`s (fewer once `UiLimits.retainedAcknowledgements` dropped some).
  */
 final case class CheckpointEntry(
     @(KVIndex @getter) key: String,
@@ -21,14 +22,16 @@ final case class CheckpointEntry(
     triggeredAtMs: Long,
     endedAtMs: Long, // -1 while pending
     expected: Int,
-    stores: Seq[AcknowledgedStore],
+    acknowledged: Int,
+    acksKept: Int,
     totals: Option[CheckpointTotals], // once completed
     reason: Option[String], // once aborted
     countsAsFailure: Boolean) {
 
   def durationMs: Long = if (endedAtMs < 0) -1L else endedAtMs - triggeredAtMs
-  def acknowledged: Int = stores.size
   def batchId: Long = io.rockstate.storage.format.StateVersion.batchOf(version)
+  /** Whether every acknowledgement counted is kept (so a store's second one can be told). */
+  def keepsEveryAck: Boolean = acksKept == acknowledged
 }
 
 object CheckpointEntry {

@@ -2,6 +2,8 @@ package org.apache.spark.ui.rockstate
 
 import scala.util.Try
 
+import com.fasterxml.jackson.databind.JsonNode
+import com.fasterxml.jackson.databind.node.ObjectNode
 import jakarta.servlet.http.{HttpServlet, HttpServletRequest, HttpServletResponse}
 
 import io.rockstate.storage.format.CheckpointJson
@@ -10,7 +12,8 @@ import io.rockstate.storage.format.CheckpointJson
  * The tab's data as JSON, under `/rockstate/api`:
  *  - `/runs`: every query run with its checkpoints' counts and its stores' figures;
  *  - `/runs/<run id>`: one run and its checkpoints, acknowledgements left out;
- *  - `/runs/<run id>/checkpoints/<version>`: one checkpoint with every acknowledgement;
+ *  - `/runs/<run id>/checkpoints/<version>`: one checkpoint with its acknowledgements, at most
+ *    `UiLimits.ApiPage` of them: `?offset=N` gives the next ones (`nextOffset` says where);
  *  - `/executors`: every executor's stores.
  */
 final class RockstateApiServlet(entries: UiEntries) extends HttpServlet {
@@ -24,10 +27,11 @@ final class RockstateApiServlet(entries: UiEntries) extends HttpServlet {
         Right(entries.runs.map(r => summary(r, byRun.getOrElse(r.runId, Nil))))
       case List("runs", run) =>
         val cs = entries.checkpoints(run)
-        entries.run(run).map(r => RunDetail(summary(r, cs), cs.map(_.copy(stores = Nil))))
-          .toRight(s"no query run $run")
+        entries.run(run).map(r => RunDetail(summary(r, cs), cs)).toRight(s"no query run $run")
       case List("runs", run, "checkpoints", v) =>
-        Try(v.toLong).toOption.flatMap(entries.checkpoint(run, _))
+        val offset = Option(request.getParameter("offset")).flatMap(o => Try(o.trim.toInt).toOption)
+          .filter(_ >= 0).getOrElse(0)
+        Try(v.toLong).toOption.flatMap(entries.checkpoint(run, _)).map(detail(_, offset))
           .toRight(s"no checkpoint $v of query run $run")
       case List("executors") => Right(entries.executors.map(_.figures))
       case _ => Left("unknown path; try /runs, /runs/<run id>, " +
@@ -42,6 +46,16 @@ final class RockstateApiServlet(entries: UiEntries) extends HttpServlet {
         response.setStatus(HttpServletResponse.SC_NOT_FOUND)
         response.getOutputStream.write(CheckpointJson.pretty(Map("error" -> why)))
     }
+  }
+
+  /** The checkpoint's fields, with a page of its acknowledgements as `stores`. */
+  private def detail(c: CheckpointEntry, offset: Int): ObjectNode = {
+    val stores = entries.acknowledgements(c, offset, UiLimits.ApiPage).map(_.store)
+    val node = CheckpointJson.mapper.valueToTree[ObjectNode](c)
+    node.set[JsonNode]("stores", CheckpointJson.mapper.valueToTree[JsonNode](stores))
+    node.put("storesOffset", offset)
+    if (offset + stores.size < c.acksKept) node.put("nextOffset", offset + stores.size)
+    node
   }
 
   private def summary(r: RunEntry, cs: Seq[CheckpointEntry]): RunSummary = {

@@ -9,10 +9,12 @@ import org.apache.spark.util.Utils
  * The rockstate tab's body: per query run its checkpoints (a table and two charts), the
  * acknowledgements of the chosen checkpoint (the latest by default) and its stores' figures;
  * then every executor's stores. Every number is in a `data-value` attribute as well, exact,
- * for tools and tests. Names and reasons are text: scala.xml escapes them.
+ * for tools and tests. Names and reasons are text: scala.xml escapes them. Every table and
+ * chart has a bounded number of rows, whatever the listener keeps; the rest are counted.
  */
 object TabContent {
   private val Shown = 50 // checkpoints per run in the table; the JSON endpoint has them all
+  private val Charted = 100 // ended checkpoints per run in the charts
   private val StatusColour = Map(CheckpointEntry.Completed -> "#3b7ddd",
     CheckpointEntry.Aborted -> "#b3261e", CheckpointEntry.Pending -> "#8a6d00")
 
@@ -35,16 +37,19 @@ object TabContent {
           <strong>aborted: </strong><span id="rockstate-aborted">{count(CheckpointEntry.Aborted)}</span>,
           <strong>pending: </strong><span id="rockstate-pending">{count(CheckpointEntry.Pending)}</span></li>
         <li>The same as JSON: <a href="api/runs">api/runs</a></li>
+        {entries.ignored.map(i => <li id="rockstate-ignored"><strong>Events not shown: </strong>
+          <span data-value={i.count.toString}>{i.count}</span> rockstate events in this
+          application's log could not be read (the first: {i.first})</li>).getOrElse(NodeSeq.Empty)}
       </ul>
     }
     val body = if (runs.isEmpty) {
       <p id="rockstate-empty">No query has rockstate checkpoints or stores yet.</p>
-    } else NodeSeq.fromSeq(runs.flatMap(r => runSection(r, byRun.getOrElse(r.runId, Nil),
-      chosenVersion.filter(_ => chosenRun.contains(r.runId)))))
+    } else NodeSeq.fromSeq(runs.flatMap(r => runSection(entries, r,
+      byRun.getOrElse(r.runId, Nil), chosenVersion.filter(_ => chosenRun.contains(r.runId)))))
     style ++ summary ++ body ++ executors(entries.executors)
   }
 
-  private def runSection(run: RunEntry, checkpoints: Seq[CheckpointEntry],
+  private def runSection(entries: UiEntries, run: RunEntry, checkpoints: Seq[CheckpointEntry],
       version: Option[Long]): Seq[Node] = {
     val chosen = version.flatMap(v => checkpoints.find(_.version == v))
       .orElse(checkpoints.reverse.find(_.status == CheckpointEntry.Completed))
@@ -61,7 +66,8 @@ object TabContent {
       <h5>Checkpoints{if (checkpoints.size > Shown) s" (the newest $Shown of ${checkpoints.size})" else ""}</h5>
       {if (checkpoints.isEmpty) <p>None yet.</p> else checkpointTable(run, shown)}
       {charts(run, checkpoints)}
-      {chosen.map(c => acknowledgements(c)).getOrElse(NodeSeq.Empty)}
+      {chosen.map(c => acknowledgements(c, entries.acknowledgements(c, 0, UiLimits.ShownRows)))
+        .getOrElse(NodeSeq.Empty)}
       {operators(run)}
     </div>
   }
@@ -90,8 +96,8 @@ object TabContent {
     </table>
 
   private def charts(run: RunEntry, checkpoints: Seq[CheckpointEntry]): Node = {
-    val ended = checkpoints.filter(_.status != CheckpointEntry.Pending)
-    val completed = checkpoints.filter(_.status == CheckpointEntry.Completed)
+    val ended = checkpoints.filter(_.status != CheckpointEntry.Pending).takeRight(Charted)
+    val completed = ended.filter(_.status == CheckpointEntry.Completed)
     val duration = if (ended.isEmpty) BarChart.empty("Checkpoint duration") else {
       BarChart(s"duration-${run.runId}", "Checkpoint duration", UIUtils.formatDuration,
         ended.map(_.version.toString),
@@ -109,16 +115,26 @@ object TabContent {
     <div class="rockstate-charts">{duration}{size}</div>
   }
 
-  private def acknowledgements(c: CheckpointEntry): Seq[Node] = {
+  private def acknowledgements(c: CheckpointEntry, shown: Seq[AckEntry]): Seq[Node] = {
+    val stores = shown.map(_.store)
     // Executors' clocks, not the driver's: spread from the store that acknowledged first.
-    val first = c.stores.map(_.ackedAtMs).minOption.getOrElse(0L)
+    val first = stores.map(_.ackedAtMs).minOption.getOrElse(0L)
+    val notShown: NodeSeq = if (c.acknowledged <= stores.size) NodeSeq.Empty else {
+      <p class="rockstate-acks-cut" data-value={(c.acknowledged - stores.size).toString}>{
+        s"${stores.size} of ${c.acknowledged} acknowledgements shown: " + (
+          if (c.acksKept > stores.size) s"the page shows at most ${UiLimits.ShownRows}; all " +
+            s"${c.acksKept} kept are in api/runs/<run id>/checkpoints/${c.version}"
+          else s"${c.acknowledged - c.acksKept} were not kept: " +
+            s"${UiLimits.RetainedAcknowledgements} bounds those kept over the application")}</p>
+    }
     <h5 id={"acks-" + c.runId}>Acknowledgements of checkpoint
-      <span class="rockstate-chosen">{c.version}</span> ({c.status}, {c.acknowledged} of {c.expected} stores)</h5>
+      <span class="rockstate-chosen">{c.version}</span> ({c.status}, {c.acknowledged} of {c.expected} stores)</h5> ++
+    notShown ++
     <table class="table table-bordered table-sm rockstate-acks" data-version={c.version.toString}>
       <thead><tr><th>Operator</th><th>Store</th><th>Partition</th><th>Executor</th>
         <th>After the first</th><th>Sync</th><th>Async</th><th>State size</th>
         <th>Incremental</th><th>Reused</th><th>Files new / reused</th><th>Keys</th></tr></thead>
-      <tbody>{c.stores.sortBy(s => (s.operatorId, s.storeName, s.partitionId)).map { s =>
+      <tbody>{stores.sortBy(s => (s.operatorId, s.storeName, s.partitionId)).map { s =>
         val f = s.figures
         <tr data-partition={s.partitionId.toString} data-operator={s.operatorId.toString}
             data-store={s.storeName}>
@@ -156,12 +172,13 @@ object TabContent {
     </table>
 
   private def executors(all: Seq[ExecutorEntry]): Seq[Node] = if (all.isEmpty) Nil else
-    <h4>Executors</h4>
+    <h4>Executors{if (all.size > UiLimits.ShownRows) s" (the first ${UiLimits.ShownRows} of " +
+      s"${all.size}; all in api/executors)" else ""}</h4>
     <table class="table table-bordered table-sm rockstate-executors">
       <thead><tr><th>Executor</th><th>Open stores</th><th>RocksDB instances</th>
         <th>RocksDB memory</th><th>Memory bound</th><th>Local files</th>
         <th>Uploads in flight</th><th>Reported</th></tr></thead>
-      <tbody>{all.map { e =>
+      <tbody>{all.take(UiLimits.ShownRows).map { e =>
         val f = e.figures
         <tr data-executor={e.executorId}>
           <td>{e.executorId}</td>{number("stores", Some(f.openStores.toLong))}

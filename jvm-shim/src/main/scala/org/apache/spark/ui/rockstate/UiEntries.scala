@@ -4,7 +4,11 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.spark.util.kvstore.KVStore
 
-/** What the rockstate tab and its JSON endpoint read from an application's status store. */
+/**
+ * What the rockstate tab and its JSON endpoint read from an application's status store. Every
+ * read is bounded by what the listener keeps (`UiLimits`); a checkpoint's acknowledgements are
+ * read a page at a time.
+ */
 final class UiEntries(store: KVStore) {
 
   /** Query runs that have rockstate checkpoints or stores, newest first. */
@@ -32,11 +36,27 @@ final class UiEntries(store: KVStore) {
       case _: NoSuchElementException => None
     }
 
+  /**
+   * At most `limit` of the acknowledgements `c` keeps, from the `offset`-th, by operator and
+   * partition.
+   */
+  def acknowledgements(c: CheckpointEntry, offset: Int, limit: Int): Seq[AckEntry] =
+    if (c.acksKept <= 0 || offset >= c.acksKept || limit <= 0) Nil
+    else store.view(classOf[AckEntry]).index(AckEntry.OrderIndex).parent(c.key).skip(math.max(0, offset).toLong)
+      .max(math.max(0, limit).toLong).asScala.toSeq
+
   def executors: Seq[ExecutorEntry] =
     store.view(classOf[ExecutorEntry]).asScala.toSeq.sortBy(_.executorId)
 
+  /** Events the listener could not take, if any. */
+  def ignored: Option[IgnoredEvents] =
+    try Some(store.read(classOf[IgnoredEvents], IgnoredEvents.Key)) catch {
+      case _: NoSuchElementException => None
+    }
+
   /** Whether anything of rockstate is here (the History Server adds the tab only then). */
   def nonEmpty: Boolean = store.count(classOf[CheckpointEntry]) > 0 ||
+    store.count(classOf[IgnoredEvents]) > 0 ||
     store.view(classOf[RunEntry]).asScala.exists(_.operators.nonEmpty)
 
   /** Every run's checkpoints by version, oldest first: one read of the store. */

@@ -56,7 +56,8 @@ class RockstateUiSuite extends AnyFunSuite {
     l.onOtherEvent(acked("run-1", 2, 1))
     l.onOtherEvent(completed("run-1", 2))
     val done = entries.checkpoint("run-1", 2).get
-    assert(done.status == CheckpointEntry.Completed && done.stores.map(_.partitionId) == Seq(0, 1))
+    assert(done.status == CheckpointEntry.Completed &&
+      entries.acknowledgements(done, 0, 10).map(_.store.partitionId) == Seq(0, 1))
     assert(done.durationMs == 30 && done.totals.map(_.stateBytes).contains(301L))
     l.onOtherEvent(acked("run-1", 2, 1)) // late
     assert(entries.checkpoint("run-1", 2).get == done)
@@ -72,15 +73,15 @@ class RockstateUiSuite extends AnyFunSuite {
     assert(entries.runs.map(_.runId) == Seq("run-1") && entries.nonEmpty)
   }
 
-  test("the newest retainedCheckpoints ended checkpoints of a run are kept, pending ones always") {
-    val (l, entries) = listener(RockstateUiListener.RetainedCheckpoints -> "2")
+  test("the newest retainedCheckpoints ended checkpoints of a run are kept") {
+    val (l, entries) = listener(UiLimits.RetainedCheckpoints -> "2")
     (1 to 4).foreach(i => l.onOtherEvent(completed("run-1", 2L * i)))
     l.onOtherEvent(acked("run-1", 10, 0))
     assert(entries.checkpoints("run-1").map(_.version) == Seq(6L, 8L, 10L))
   }
 
   test("the newest retainedRuns runs are kept, with their checkpoints") {
-    val (l, entries) = listener(RockstateUiListener.RetainedRuns -> "2")
+    val (l, entries) = listener(UiLimits.RetainedRuns -> "2")
     val runs = (1 to 3).map(_ => UUID.randomUUID())
     runs.foreach { r =>
       l.onOtherEvent(new QueryStartedEvent(UUID.randomUUID(), r, s"query $r", "2026-12-05T10:00:00Z"))
