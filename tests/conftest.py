@@ -145,12 +145,32 @@ def ui_spark(sessions: Sessions):
     return session
 
 
+@pytest.fixture(scope="session")
+def spark_home() -> Path:
+    """The pyspark distribution whose launchers a test runs itself (``spark-submit``, a History
+    Server, a Connect server, a standalone cluster) or whose session a child process starts:
+    taking it is what makes a test a Spark test (``pytest_collection_modifyitems``)."""
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent
+
+
 @pytest.fixture()
 def workdir(tmp_path: Path) -> Path:
     return tmp_path
 
 
+# A test whose fixtures include one of these runs Spark (or makes a venv for a Connect client
+# of it): it is marked `spark` and runs in dev/run-tests' Spark tier; every other test runs in
+# the fast tier. Derived, never applied by hand, so a test cannot sit in the wrong tier.
+SPARK_FIXTURES = frozenset({"sessions", "spark_home", "client_python"})
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if SPARK_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.spark)
+
     # Spark-free tests first, then local[2], then local-cluster: each session starts once. The
     # Spark Connect suite (its own servers, no shared session) goes between the last two, so
     # the client venv dev/run-tests makes meanwhile is ready when it starts.

@@ -57,7 +57,6 @@ def test_format_2_matches_the_oracle_and_records_rockstate_ids(
     assert ids and ids <= _version_files(Path(mine.checkpoint))
 
 
-@pytest.mark.slow
 def test_format_2_survives_an_executor_kill(cluster_spark, workdir: Path):
     from support.executors import run_with_executor_kill
 

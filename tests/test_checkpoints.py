@@ -45,7 +45,6 @@ def _assert_files_present(checkpoint: Path, checkpoints) -> None:
             assert path.exists(), f"completed checkpoint {c.version} names missing {path}"
 
 
-@pytest.mark.cluster
 def test_two_operators_four_partitions_complete_checkpoints_of_eight_stores(
         cluster_spark, workdir: Path):
     spark = cluster_spark
@@ -120,7 +119,6 @@ def test_two_operators_four_partitions_complete_checkpoints_of_eight_stores(
     assert completed > 0
 
 
-@pytest.mark.cluster
 def test_executor_killed_mid_snapshot_its_checkpoint_never_completes(cluster_spark,
                                                                       workdir: Path):
     spark = cluster_spark

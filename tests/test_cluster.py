@@ -15,8 +15,6 @@ from support import faults
 from support.executors import run_with_executor_kill
 from support.polling import wait_for
 
-pytestmark = pytest.mark.cluster
-
 
 def _ready_executors(spark) -> list[dict]:
     jvm = spark.sparkContext._jvm

@@ -22,8 +22,6 @@ from support import connect_client
 from support.listening import listening_addresses
 from support.polling import wait_for
 
-pytestmark = pytest.mark.slow
-
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -76,17 +74,16 @@ class Server:
 
 
 @pytest.fixture(scope="module")
-def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Server]]:
+def servers(spark_home: Path,
+            tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Server]]:
     """rockstate's server (``rockstate connect-server``), and a plain Spark Connect server
     (Spark's class, no rockstate), started together."""
-    import pyspark
-
     logs = tmp_path_factory.mktemp("connect-servers")
     conf = ["--conf", "spark.sql.shuffle.partitions=4", "--conf", "spark.ui.enabled=false"]
     ours = Server(lambda port: [sys.executable, "-m", "rockstate", "connect-server",
                                 "--master", "local[2]", "--port", str(port), *conf],
                   logs / "rockstate.log")
-    submit = Path(pyspark.__file__).resolve().parent / "bin" / "spark-submit"
+    submit = spark_home / "bin" / "spark-submit"
     plain = Server(lambda port: [str(submit), "--class",
                                  "org.apache.spark.sql.connect.service.SparkConnectServer",
                                  "--master", "local[2]", *conf, "--conf",
@@ -221,7 +218,8 @@ def test_configure_against_a_server_without_rockstate_says_what_to_do(
     assert "does not have rockstate's jar" in last and "rockstate connect-server" in last, last
 
 
-def test_remote_local_starts_a_server_with_rockstate_in_this_process(tmp_path: Path) -> None:
+def test_remote_local_starts_a_server_with_rockstate_in_this_process(spark_home: Path,
+                                                                    tmp_path: Path) -> None:
     """``remote("local[2]")``: pyspark starts the server inside the Python process; it gets
     the jar and plugin, and the session only what it may set (no CANNOT_MODIFY_CONFIG)."""
     script = textwrap.dedent(f"""

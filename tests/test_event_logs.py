@@ -44,7 +44,8 @@ def _crafted_events(run: str, pending: int, executors: int, acks_of_one: int):
 
 
 @pytest.mark.parametrize("status_store", ["memory", "disk"])
-def test_a_crafted_event_log_cannot_take_down_a_shared_history_server(tmp_path: Path,
+def test_a_crafted_event_log_cannot_take_down_a_shared_history_server(spark_home: Path,
+                                                                        tmp_path: Path,
                                                                         status_store: str):
     """In the History Server's in-memory status store (its default) and in the disk-backed one
     (``spark.history.store.path``, usual on large deployments, where a list rewritten per

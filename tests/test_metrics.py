@@ -13,8 +13,6 @@ import os
 import time
 from pathlib import Path
 
-import pytest
-
 import rockstate
 from support.polling import wait_for
 from support.queries import SCHEMA, keyed_batches, two_operators
@@ -39,7 +37,6 @@ def _latest(app_id: str, process: str, metric: str) -> int | None:
     return values[-1][1] if values else None
 
 
-@pytest.mark.cluster
 def test_driver_and_executor_figures_reach_the_csv_sink(cluster_spark, workdir: Path):
     spark = cluster_spark
     app = spark.sparkContext.applicationId

@@ -76,7 +76,6 @@ def test_a_stop_and_restart_keeps_the_oracles_output(spark, workdir, query):
     assert outcome.oracle_equal, outcome.differences
 
 
-@pytest.mark.cluster
 def test_an_executor_sigkill_keeps_the_oracles_output_and_is_timed(cluster_spark, workdir):
     # q9 (a join, then an aggregation); the torture suite kills executors under
     # applyInPandasWithState, q18's operator.

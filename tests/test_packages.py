@@ -97,13 +97,11 @@ def _check(result: dict, ivy: Path) -> None:
     assert list(ivy.rglob("io.rockstate_rockstate-spark-*.jar")), sorted(ivy.rglob("*.jar"))
 
 
-@pytest.mark.slow
-def test_spark_submit_packages_runs_a_query_on_rockstate(maven_repo, tmp_path: Path):
-    import pyspark
-
+def test_spark_submit_packages_runs_a_query_on_rockstate(maven_repo, spark_home: Path,
+                                                         tmp_path: Path):
     app, out, ivy = tmp_path / "app.py", tmp_path / "out.json", tmp_path / "ivy"
     app.write_text(APP)
-    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    submit = spark_home / "bin" / "spark-submit"
     confs = [arg for k, v in SETTINGS.items() for arg in ("--conf", f"{k}={v}")]
     subprocess.run([str(submit), "--packages", _coordinate(),
                     "--repositories", maven_repo.as_uri(), "--conf", f"spark.jars.ivy={ivy}",
@@ -113,8 +111,8 @@ def test_spark_submit_packages_runs_a_query_on_rockstate(maven_repo, tmp_path: P
     _check(json.loads(out.read_text()), ivy)
 
 
-@pytest.mark.slow
-def test_spark_jars_packages_from_pyspark_runs_a_query_on_rockstate(maven_repo, tmp_path: Path):
+def test_spark_jars_packages_from_pyspark_runs_a_query_on_rockstate(maven_repo, spark_home: Path,
+                                                                   tmp_path: Path):
     app, out, ivy = tmp_path / "app.py", tmp_path / "out.json", tmp_path / "ivy"
     app.write_text(APP)
     confs = {**SETTINGS, "spark.jars.packages": _coordinate(),

@@ -19,8 +19,6 @@ import textwrap
 import time
 from pathlib import Path
 
-import pytest
-
 from support.polling import wait_for
 
 # One partition of `keys` keys: `build` writes it in five batches; `restart` is a new
@@ -98,8 +96,7 @@ def _run_and_exit(tmp_path: Path, mode: str, keys: int) -> None:
             time.sleep(1)
 
 
-@pytest.mark.slow
-def test_jvm_exits_after_a_session_stops_during_compaction(tmp_path: Path):
+def test_jvm_exits_after_a_session_stops_during_compaction(spark_home: Path, tmp_path: Path):
     (tmp_path / "child.py").write_text(textwrap.dedent(CHILD))
     _run_and_exit(tmp_path, "build", 1_000_000)
     _run_and_exit(tmp_path, "restart", 1_000_000)

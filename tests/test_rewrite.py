@@ -487,7 +487,6 @@ def test_a_rewrite_into_spark_rocksdb_on_every_line(spark, workdir: Path):
     assert _misplaced(spark, on_spark, 3) == []
 
 
-@pytest.mark.slow
 @MAIN_LINE_ONLY  # the command line is the same Python on every line
 def test_the_cli_rescales_and_says_why_it_refuses(spark, workdir: Path):
     checkpoint = _stopped_query(spark, workdir, "cli", partitions=4)
@@ -526,7 +525,6 @@ def _kill_rescale_at(checkpoint: Path, partitions: int, pause: str, workdir: Pat
     assert child.returncode == -signal.SIGKILL
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("pause,then", [
     pytest.param("after-first-store", "restart-as-before", marks=MAIN_LINE_ONLY),
     pytest.param("after-first-store", "rescale-again", marks=MAIN_LINE_ONLY),

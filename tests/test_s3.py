@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from pyspark.sql import functions as F
 
 import rockstate
@@ -85,7 +84,6 @@ def test_aggregation_on_s3_matches_the_oracle_and_reads_offline(spark, s3, workd
     assert offline == spark_side and offline
 
 
-@pytest.mark.slow
 def test_stream_stream_join_on_s3_matches_the_oracle(spark, s3, workdir: Path):
     def join(left, right):
         left = left.withWatermark("ts", "10 minutes").alias("l")
@@ -105,7 +103,6 @@ def test_stream_stream_join_on_s3_matches_the_oracle(spark, s3, workdir: Path):
     assert rockstate.verify(_offline(s3, str(mine.checkpoint))).ok
 
 
-@pytest.mark.slow
 def test_executor_killed_with_the_checkpoint_on_s3_loses_nothing(cluster_spark, s3,
                                                                  workdir: Path):
     from support.executors import run_with_executor_kill
@@ -118,7 +115,6 @@ def test_executor_killed_with_the_checkpoint_on_s3_loses_nothing(cluster_spark, 
     assert rockstate.verify(_offline(s3, str(mine.checkpoint))).ok
 
 
-@pytest.mark.slow
 def test_a_savepoint_on_s3_restores_and_continues(spark, s3, workdir: Path):
     """The savepoint on the S3 server (s3fs), restored to local disk; neither the original nor
     the savepoint changes while the restored query runs."""
@@ -149,7 +145,6 @@ def test_a_savepoint_on_s3_restores_and_continues(spark, s3, workdir: Path):
     assert rockstate.verify(CheckpointLocation(relocation.target, **s3.storage_options())).ok
 
 
-@pytest.mark.slow
 def test_a_rescale_on_s3_places_every_key_like_the_oracle(spark, s3, workdir: Path):
     """A checkpoint on S3 (rename = copy + delete) rescaled 4 -> 2: the oracle runs with the
     session's 2 partitions, so the final state, partition ids included, must be its state."""

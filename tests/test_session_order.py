@@ -12,8 +12,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pytest
-
 PRELUDE = """
 import json, sys, threading, time
 from pyspark.sql import SparkSession, functions as F
@@ -53,8 +51,7 @@ def _run(script: str, tmp_path: Path) -> dict:
     return json.loads(lines[-1][len("RESULT "):])
 
 
-@pytest.mark.slow
-def test_rockstate_first_then_a_plain_session(tmp_path: Path):
+def test_rockstate_first_then_a_plain_session(spark_home: Path, tmp_path: Path):
     result = _run("""
         work = sys.argv[1]
         spark = rockstate.configure(builder(), snapshotInterval=2).getOrCreate()
@@ -79,8 +76,7 @@ def test_rockstate_first_then_a_plain_session(tmp_path: Path):
     assert result["mine"] == result["theirs"] and result["mine"]
 
 
-@pytest.mark.slow
-def test_a_plain_session_first_then_rockstate(tmp_path: Path):
+def test_a_plain_session_first_then_rockstate(spark_home: Path, tmp_path: Path):
     result = _run("""
         work = sys.argv[1]
         plain = builder().getOrCreate()
@@ -108,7 +104,7 @@ def test_a_plain_session_first_then_rockstate(tmp_path: Path):
     assert 4 in result["seen"] and 4 in result["live"], result
 
 
-def test_a_running_plain_session_is_named_at_configure(tmp_path: Path):
+def test_a_running_plain_session_is_named_at_configure(spark_home: Path, tmp_path: Path):
     result = _run("""
         plain = builder().getOrCreate()
         try:

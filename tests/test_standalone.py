@@ -26,7 +26,6 @@ from support.s3_fault_proxy import FaultPlan, FaultProxy, Rule
 from support.s3proxy import S3ProxyServer
 from support.standalone import StandaloneCluster
 
-pytestmark = pytest.mark.cluster
 APP = Path(standalone_app.__file__)
 # s3a's retries, as a user on a throttling store sets them: a server down for 2 s is waited
 # out (10 retries 500 ms apart), not turned into a failed task.
@@ -35,7 +34,7 @@ RETRIES = {"retry.limit": "10", "retry.interval": "500ms", "retry.throttle.limit
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def cluster(spark_home, tmp_path_factory):
     c = StandaloneCluster(tmp_path_factory.mktemp("standalone"))
     try:
         yield c.start(workers=2)

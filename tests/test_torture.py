@@ -11,14 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from torture import orchestrator, outside
 
-pytestmark = pytest.mark.cluster
 
-
-def test_a_short_seeded_torture_run_loses_nothing(tmp_path: Path):
+def test_a_short_seeded_torture_run_loses_nothing(spark_home: Path, tmp_path: Path):
     # Every kind of fault once, over the nine cycles that takes (cycle 0 starts the queries), on
     # three query kinds: get and put, a join's four stores with watermark removal, and timeouts
     # (the CI budget; bench/torture.py runs every kind, long).
@@ -38,7 +34,7 @@ def test_a_short_seeded_torture_run_loses_nothing(tmp_path: Path):
 
 
 def test_a_short_seeded_torture_run_on_a_standalone_cluster_over_s3_loses_nothing(
-        tmp_path: Path):
+        spark_home: Path, tmp_path: Path):
     # The same on a standalone cluster of daemons with the checkpoints on s3proxy behind the
     # fault proxy, dealing the faults no other test deals in that world: a full local dir, a
     # driver kill and a zombie executor, on the aggregation. Its other faults (a worker killed,
