@@ -57,7 +57,7 @@ object RockstateMetrics {
   // What the batch's reads cost in RocksDB blocks, from RocksDB's per-thread counters: summed
   // over a task's stores they are exact; between two stores of one task (a join's), shared
   // out by commit order. Many index or filter blocks read means the cache is too small for
-  // the state's index and filters (blockCacheSizeMB).
+  // the state's index and filters (rocksdbMemoryMB).
   val BlockCacheHits = StateStoreCustomSumMetric(
     "rockstateBlockCacheHits", "rockstate: blocks the batch's reads found in the block cache")
   val BlocksRead = StateStoreCustomSumMetric(

@@ -56,8 +56,9 @@ abstract class SparkStateStoreProvider extends StateStoreProvider with IdleInsta
       useMultipleValuesPerKey: Boolean,
       stateSchemaProvider: Option[StateSchemaProvider]): Unit = {
     val encoding = RowEncoding.of(storeConfs.stateStoreEncodingFormat, stateSchemaProvider)
-    val conf = RockstateConf.from(storeConfs.sqlConfs ++ storeConfs.extraOptions,
-      storeConfs.minVersionsToRetain)
+    val confs = storeConfs.sqlConfs ++ storeConfs.extraOptions
+    RockstateConf.refuseUnknown(confs)
+    val conf = RockstateConf.from(confs, storeConfs.minVersionsToRetain)
     // No link is followed from the query's checkpoint location (`queryRoot`: Spark names the
     // provider its `state` folder) down, as the offline tools follow none (CheckpointReader).
     val stateRoot = new Path(stateStoreId.checkpointRootLocation)

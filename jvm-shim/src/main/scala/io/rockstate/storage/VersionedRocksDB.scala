@@ -11,6 +11,7 @@ import org.apache.spark.internal.Logging
 import io.rockstate.storage.conf.RockstateConf
 import io.rockstate.storage.format.{ChangeRecord, Changelog, ChangelogRef, ColumnFamilyEntry,
   CommitRecord, SnapshotManifest, SnapshotRef, SnapshotStats, VersionFile, VersionManifest}
+import io.rockstate.storage.loaded.{BatchState, Lineage, LoadedVersion, StoreInstance}
 import io.rockstate.storage.local.{Elapsed, LocalRocksDB, LocalStoreFiles}
 import io.rockstate.storage.location.StoreCheckpointDir
 import io.rockstate.storage.restore.{ChangeFeed, CheckpointFetch, NewerSnapshot, SnapshotRepair,
@@ -60,80 +61,66 @@ final class VersionedRocksDB(
   private val syncSnapshots = new SyncSnapshots(checkpointDir, local, conf, snapshots)
   private val lateChecks = new LateCommitChecks(storeId, checkpointDir)
 
-  // Volatile: Spark's operators read the figures of a store its maintenance thread may close.
-  @volatile private var db: Option[LocalRocksDB] = None
-  // The SST bytes of the version the last instance held as it closed (`stateBytes`).
-  @volatile private var closedStateBytes = 0L
-  // `closeIdle` closed the instance with the loaded version flushed into `workDir`, which
-  // nothing has touched since: a load that the open instance could have served reopens it from
-  // there. Every other close clears it (`closeDb`), and with it anything that rewrites the
-  // directory.
-  private var flushedIdle = false
-  private var loaded: Long = -1L
-  private var dirty = false
-  // The loaded version's lineage; only `swap` assigns it.
-  private var lineage: Lineage = Lineage.Empty
+  // The state this class holds, each a value replaced whole. Volatile: Spark's operators read
+  // the figures of a store its maintenance thread may close.
+  @volatile private var instance: StoreInstance = StoreInstance.None
+  private var loaded: LoadedVersion = LoadedVersion.empty(conf.rowChecksums)
+  private var batch: BatchState = BatchState.begin(loaded.families)
+  // The key count as the batch's writes leave it: a counter of its own, not a field of a
+  // value, because every row a task writes changes it.
   private var keys: Long = 0L
-  private var families: Map[String, Int] = DefaultFamilies
-  // The family table of the last loaded or committed version: a commit that changes it is
-  // snapshotted on the commit path, as Spark's provider does, so that Spark's state reader
-  // finds a snapshot of it (snapshotStartBatchId) exactly where it would on Spark's provider.
-  private var familiesAtLoad: Map[String, Int] = DefaultFamilies
-  private var confirmedFiles = new ConfirmedFiles(Nil, "")
-  private var loadedAtNanos = System.nanoTime()
-  private var changelog: Option[Changelog.Writer] = None
   private var lastLoad = LoadStats(0, 0, 0, 0)
-  // Whether `loaded` was reached by this instance's commit rather than by a load.
-  private var loadedByCommit = false
   private var lastCommit = CommitStats.Zero
+  // A load repaired a damaged snapshot: the next commit snapshots, whatever its version.
   private var forceOwed = false
-  private var commitId = ""
-  // Whether the loaded lineage's values carry checksums: the store's, or for a new one the conf.
-  private var checksums = conf.rowChecksums
   private var toldOfChecksums = false
 
-  def loadedVersion: Long = loaded
+  def loadedVersion: Long = loaded.version
   def numKeys: Long = keys
-  def columnFamilyIds: Map[String, Int] = families
+  def columnFamilyIds: Map[String, Int] = batch.families
   def loadStats: LoadStats = lastLoad
   def commitStats: CommitStats = lastCommit
   /** The unique id of the last commit (its version file's uuid): Spark's checkpoint id. */
-  def lastCommitId: String = commitId
+  def lastCommitId: String = loaded.commitId
   /** Whether every value of the loaded version carries its row checksum (`RowChecksum`). */
-  def rowChecksums: Boolean = checksums
-  def memoryBytes: Long = db.map(_.approximateMemoryBytes).getOrElse(0L)
+  def rowChecksums: Boolean = loaded.rowChecksums
+  def memoryBytes: Long = instance match {
+    case StoreInstance.Open(db) => db.approximateMemoryBytes
+    case _: StoreInstance.Closed => 0L
+  }
   /** The loaded version's SST bytes; once its instance closed, as it closed. */
-  def stateBytes: Long = db.map(_.sstBytes).getOrElse(closedStateBytes)
+  def stateBytes: Long = instance match {
+    case StoreInstance.Open(db) => db.sstBytes
+    case StoreInstance.Closed(bytes, _) => bytes
+  }
 
   private def familyEntries: Seq[ColumnFamilyEntry] =
-    families.toSeq.sortBy(_._2).map { case (n, i) => ColumnFamilyEntry(n, i) }
+    batch.families.toSeq.sortBy(_._2).map { case (n, i) => ColumnFamilyEntry(n, i) }
 
-  /** The version's identity: the path of its changelog (unique per commit attempt). */
-  private def stateId: String = lineage.stateId
+  private def lineage: Lineage = loaded.lineage
 
-  private def swap(next: Lineage): Unit = lineage = next
+  private def swap(next: Lineage): Unit = loaded = loaded.copy(lineage = next)
 
   // A match, not `getOrElse`: this runs several times for every row a task writes.
-  def rocksDB: LocalRocksDB = db match {
-    case Some(open) => open
-    case None => throw new IllegalStateException(s"rockstate: $storeId has no version loaded")
+  def rocksDB: LocalRocksDB = instance match {
+    case StoreInstance.Open(db) => db
+    case _ => throw new IllegalStateException(s"rockstate: $storeId has no version loaded")
   }
+
+  def isOpen: Boolean = instance.isInstanceOf[StoreInstance.Open]
 
   def addKeys(delta: Long): Unit = keys += delta
 
-  def assignColumnFamily(name: String): Int = families.getOrElse(name, {
-    val used = families.values.toSet
+  def assignColumnFamily(name: String): Int = batch.families.getOrElse(name, {
+    val used = batch.families.values.toSet
     val id = Iterator.from(1).find(i => !used.contains(i)).get
     require(id < 0xffff, s"rockstate: $storeId cannot hold more than 65534 column families")
-    families += name -> id
-    dirty = true
+    batch = batch.copy(families = batch.families + (name -> id), changed = true)
     id
   })
 
-  def dropColumnFamily(name: String): Unit = {
-    families -= name
-    dirty = true
-  }
+  def dropColumnFamily(name: String): Unit =
+    batch = batch.copy(families = batch.families - name, changed = true)
 
   // ---- writes: to RocksDB and to the batch's changelog ----
 
@@ -163,13 +150,12 @@ final class VersionedRocksDB(
 
   private def changelogWriter(): Changelog.Writer = {
     rocksDB // fails clearly when nothing is loaded
-    dirty = true
-    changelog match {
+    batch.changelog match {
       case Some(w) => w
       case None =>
         awaitLocalCheckpoint() // the first write after a commit: its snapshot is taken first
         val w = new Changelog.Writer(local.newWorkPath("changelog"), conf.changelogCompression)
-        changelog = Some(w)
+        batch = batch.copy(changelog = Some(w))
         w
     }
   }
@@ -182,22 +168,22 @@ final class VersionedRocksDB(
    */
   def load(version: Long, id: Option[String] = None): Unit = {
     val start = System.nanoTime()
-    loadedAtNanos = start
     awaitLocalCheckpoint() // counted in the load's time
     val wanted = id.map(VersionFile.pathOf(version, _))
-    val reopenedAsIs = flushedIdle && holdsExactly(version, wanted) && reopenIdle()
-    if (db.isDefined && !dirty && holdsExactly(version, wanted)) {
+    val reopenedAsIs = reopenIdle(servable = loaded.holds(version, wanted))
+    if (isOpen && !batch.wrote && loaded.holds(version, wanted)) {
       // The instance's own commit made this version: the batch starting from it loads
       // nothing. (A repeated load within one batch keeps the batch's figures.)
-      if (loadedByCommit || reopenedAsIs) {
+      if (loaded.byCommit || reopenedAsIs) {
         val reopened = if (reopenedAsIs) 1 else 0
         lastLoad = LoadStats(Elapsed.sinceMs(start), 0, 0, 0, reopened = reopened)
       }
-      loadedByCommit = false
+      loaded = loaded.copy(byCommit = false)
+      batch = batch.copy(startedAtNanos = start)
       return
     }
     // The rows held are of the version the instance held: not of the one loaded now.
-    db.foreach(_.forgetBatchRows())
+    forgetBatchRows()
     val fetched = newFetch(s"version $version")
     if (version == 0 && id.isDefined) {
       throw new IllegalArgumentException(s"rockstate: version 0 of $storeId is empty state " +
@@ -205,46 +191,52 @@ final class VersionedRocksDB(
     }
     val manifest = if (version == 0) None
       else Some(restore.readVersion(version, wanted, fetched))
-    val reopened = flushedIdle && manifest.exists(holdsEarlierPointOf) && reopenIdle()
+    val reopened = reopenIdle(servable = manifest.exists(holdsEarlierPointOf))
     val (replayed, repaired) = manifest match {
       case Some(m) if canCatchUp(m) =>
         // The open instance holds an earlier version of this lineage: replay the rest.
-        val rest = m.changelogs.filter(_.version > loaded)
+        val rest = m.changelogs.filter(_.version > loaded.version)
         rest.foreach(restore.replay(_, fetched, rocksDB))
         adoptLineage(m)
         (rest.size, 0)
       case Some(m) => openNewest(m, wanted, fetched)
       case None => (openFresh(None, fetched), 0)
     }
-    loaded = version
-    dirty = false
-    loadedByCommit = false
+    loadedNow(version, start)
     lastLoad = LoadStats(Elapsed.sinceMs(start), fetched.bytes, fetched.files,
       replayed, repaired, if (reopened) 1 else 0)
   }
 
-  /**
-   * Reopens the instance `closeIdle` closed from its flushed directory, where it holds the
-   * loaded version exactly as the open instance did; whether it did. A directory RocksDB cannot
-   * open is left to the full load (`openFresh` restores the version into it again).
-   */
-  private def reopenIdle(): Boolean = {
-    flushedIdle = false
-    try {
-      db = Some(new LocalRocksDB(workDir, conf, mustExist = true))
-      true
-    } catch {
-      case NonFatal(e) =>
-        logWarning(s"rockstate: reopening $storeId from its local directory $workDir failed; " +
-          s"loading it from its snapshot and changelogs instead", e)
-        loaded = -1L
-        false
-    }
+  /** `version` is loaded, by a load that began at `start`: its batch begins, clean. */
+  private def loadedNow(version: Long, start: Long): Unit = {
+    loaded = loaded.copy(version = version, byCommit = false)
+    batch = BatchState.begin(loaded.families).copy(startedAtNanos = start)
+    keys = loaded.numKeys
   }
 
-  /** Whether the loaded version is `version`, and the attempt `wanted` names when it names one. */
-  private def holdsExactly(version: Long, wanted: Option[String]): Boolean =
-    loaded == version && wanted.forall(_ == stateId)
+  /**
+   * Reopens the instance `closeIdle` closed from its flushed directory, where it holds the
+   * loaded version exactly as the open instance did, when the load is one the open instance
+   * could have served (`servable`: the version itself, or an earlier point of its lineage);
+   * whether it did. The one place a reopen is decided; a load asks first with the version
+   * itself, then, having read its version file, with its lineage. A directory RocksDB cannot
+   * open is left to the full load (`openFresh` restores the version into it again).
+   */
+  private def reopenIdle(servable: Boolean): Boolean = instance match {
+    case StoreInstance.Closed(bytes, true) if servable =>
+      instance = StoreInstance.Closed(bytes, flushedIdle = false)
+      try {
+        instance = StoreInstance.Open(new LocalRocksDB(workDir, conf, mustExist = true))
+        true
+      } catch {
+        case NonFatal(e) =>
+          logWarning(s"rockstate: reopening $storeId from its local directory $workDir " +
+            "failed; loading it from its snapshot and changelogs instead", e)
+          loaded = loaded.unloaded
+          false
+      }
+    case _ => false
+  }
 
   /**
    * Opens `m` from the newest snapshot of its lineage when one landed after its version file
@@ -274,11 +266,11 @@ final class VersionedRocksDB(
   }
 
   private def canCatchUp(m: VersionManifest): Boolean =
-    db.isDefined && !dirty && holdsEarlierPointOf(m)
+    isOpen && !batch.wrote && holdsEarlierPointOf(m)
 
   /** Whether the loaded version is an earlier point of `m`'s lineage. */
-  private def holdsEarlierPointOf(m: VersionManifest): Boolean =
-    loaded >= 0 && loaded < m.version && stateIdAt(m, loaded) == stateId
+  private def holdsEarlierPointOf(m: VersionManifest): Boolean = loaded.version >= 0 &&
+    loaded.version < m.version && stateIdAt(m, loaded.version) == loaded.stateId
 
   /** The state id `m`'s lineage has at version `v`, as far as this instance can tell. */
   private def stateIdAt(m: VersionManifest, v: Long): String =
@@ -302,24 +294,20 @@ final class VersionedRocksDB(
     closeDb()
     val restored = try {
       val r = restore.restoreSnapshot(manifest, workDir, fetched, snapshot)
-      db = Some(new LocalRocksDB(workDir, conf))
+      instance = StoreInstance.Open(new LocalRocksDB(workDir, conf))
       r
     } catch {
       case NonFatal(e) if manifest.exists(_.snapshot.isDefined) =>
         throw new UnreadableSnapshot(manifest.get.snapshot.get, e)
     }
-    confirmedFiles = restored.confirmed
     manifest match {
       case Some(m) =>
         m.changelogs.foreach(restore.replay(_, fetched, rocksDB))
-        adoptLineage(m, Some(restored.stateId))
+        adoptLineage(m, Some(restored.stateId), Some(restored.confirmed))
         m.changelogs.size
       case None =>
-        swap(Lineage.Empty)
-        keys = 0
-        families = DefaultFamilies
-        familiesAtLoad = families
-        checksums = conf.rowChecksums
+        loaded = LoadedVersion.empty(conf.rowChecksums).copy(confirmedFiles = restored.confirmed,
+          commitId = loaded.commitId)
         0
     }
   }
@@ -328,20 +316,19 @@ final class VersionedRocksDB(
    * Makes `m`'s lineage the loaded one; its base's state id is `baseStateId` when known (just
    * restored), the loaded one's when the base is the same, else read from its manifest.
    */
-  private def adoptLineage(m: VersionManifest, baseStateId: Option[String] = None): Unit = {
+  private def adoptLineage(m: VersionManifest, baseStateId: Option[String] = None,
+      confirmed: Option[ConfirmedFiles] = None): Unit = {
     val id = baseStateId.getOrElse {
       if (m.snapshot == lineage.base) lineage.baseStateId
       else restore.stateIdOf(m.snapshot, s"version ${m.version}")
     }
-    swap(Lineage.of(m, id))
-    keys = m.numKeys
-    families = m.columnFamilies.map(c => c.name -> c.id).toMap
-    familiesAtLoad = families
-    checksums = m.rowChecksums
-    if (checksums != conf.rowChecksums && !toldOfChecksums) {
+    loaded = LoadedVersion(m.version, Lineage.of(m, id), m.numKeys,
+      m.columnFamilies.map(c => c.name -> c.id).toMap, m.rowChecksums,
+      confirmed.getOrElse(loaded.confirmedFiles), byCommit = false, loaded.commitId)
+    if (m.rowChecksums != conf.rowChecksums && !toldOfChecksums) {
       toldOfChecksums = true
-      logInfo(s"rockstate: $storeId was created ${if (checksums) "with" else "without"} row " +
-        s"checksums and keeps that layout; ${RockstateConf.RowChecksumEnabled}=" +
+      logInfo(s"rockstate: $storeId was created ${if (m.rowChecksums) "with" else "without"} " +
+        s"row checksums and keeps that layout; ${RockstateConf.RowChecksumEnabled}=" +
         s"${conf.rowChecksums} applies to new checkpoints only")
     }
   }
@@ -359,7 +346,6 @@ final class VersionedRocksDB(
     }
     awaitLocalCheckpoint()
     snapshots.await(conf.snapshotUploadTimeoutMs)
-    loadedAtNanos = System.nanoTime()
     val start = System.nanoTime()
     val fetched = newFetch(s"version $version from the snapshot of $snapshotVersion")
     val endPath = id.map(VersionFile.pathOf(version, _))
@@ -369,9 +355,7 @@ final class VersionedRocksDB(
     } catch {
       case e: UnreadableSnapshot => throw e.getCause // asked for this very snapshot
     }
-    loaded = version
-    dirty = false
-    loadedByCommit = false
+    loadedNow(version, start)
     lastLoad = LoadStats(Elapsed.sinceMs(start), fetched.bytes, fetched.files, replayed)
   }
 
@@ -391,10 +375,10 @@ final class VersionedRocksDB(
   /** Starts from empty state labelled `version` (Spark's loadEmpty, used by state rewrites). */
   def loadEmpty(version: Long): Unit = {
     awaitLocalCheckpoint()
-    loadedAtNanos = System.nanoTime()
+    val start = System.nanoTime()
     openFresh(None, newFetch(s"version $version"))
-    loaded = version
-    dirty = true
+    loadedNow(version, start)
+    batch = batch.copy(changed = true)
   }
 
   // ---- commit ----
@@ -418,9 +402,10 @@ final class VersionedRocksDB(
     snapshots.abandonHung()
     rocksDB.endBatch() // the rows the batch read and wrote are the new version's
     val log = changelogWriter()
-    changelog = None
+    // The writes are the commit's now; until it ends the instance holds them uncommitted.
+    batch = batch.copy(changelog = None, changed = true)
     log.finish()
-    val late = conf.outlivedGrace(Elapsed.sinceMs(loadedAtNanos))
+    val late = conf.outlivedGrace(Elapsed.sinceMs(batch.startedAtNanos))
     // The commit's unique id, in its version file's path, named before anything refers to it.
     val id = UUID.randomUUID().toString
     val path = VersionFile.pathOf(version, id)
@@ -442,7 +427,7 @@ final class VersionedRocksDB(
           s"confirmed snapshot (at most ${conf.maxChangelogChain}); version $version was " +
           "snapshotted on the commit path")
         ms
-      } else if (families != familiesAtLoad) {
+      } else if (batch.families != loaded.families) {
         snapshotOnCommitPath(version, path, listener)
       } else 0L
       if (late) lateChecks.beforePublish(version, lineage.pathsBefore(version))
@@ -459,11 +444,9 @@ final class VersionedRocksDB(
       log.file.delete()
       versionFile.delete()
     }
-    loaded = version
-    dirty = false
-    loadedByCommit = true
-    familiesAtLoad = families
-    commitId = id
+    loaded = loaded.copy(version = version, numKeys = keys, families = batch.families,
+      byCommit = true, commitId = id)
+    batch = BatchState.begin(loaded.families)
     val forced = forceSnapshot || forceOwed
     val begun = syncMs == 0 && snapshotDue(version, forced) && startSnapshot(version, listener)
     // Only a repair's snapshot is owed until one begins (`snapshotDue` says why not Spark's).
@@ -503,7 +486,7 @@ final class VersionedRocksDB(
     commit = Some(CommitRecord(log.file.length, log.records, commitMs)),
     createdAtMs = System.currentTimeMillis(),
     writer = VersionManifest.Writer,
-    rowChecksums = checksums)
+    rowChecksums = loaded.rowChecksums)
 
   /**
    * Moves the lineage onto the newest confirmed snapshot that is a point of it, still in the
@@ -539,15 +522,15 @@ final class VersionedRocksDB(
       listener: SnapshotListener): Long = {
     val start = System.nanoTime()
     val (m, path) = syncSnapshots.onCommitPath(rocksDB, snapshotManifestOf(version, 0L,
-      versionPath), confirmedFiles, listener, start)
+      versionPath), loaded.confirmedFiles, listener, start)
     swap(Lineage.snapshot(SnapshotRef(version, path), m.stateId))
     math.max(1L, Elapsed.sinceMs(start))
   }
 
   /** Begins the snapshot of the version just committed (`SyncSnapshots.begin`). */
   private def startSnapshot(version: Long, listener: SnapshotListener): Boolean =
-    syncSnapshots.begin(rocksDB, snapshotManifestOf(version, 0L, stateId), confirmedFiles,
-      listener)
+    syncSnapshots.begin(rocksDB, snapshotManifestOf(version, 0L, loaded.stateId),
+      loaded.confirmedFiles, listener)
 
   /** Waits for the synchronous part of the snapshot the last commit began, if it still runs. */
   private def awaitLocalCheckpoint(): Unit = syncSnapshots.await()
@@ -558,12 +541,14 @@ final class VersionedRocksDB(
   /** Throws away uncommitted writes: the next load reopens the last committed version. */
   def rollback(): Unit = {
     awaitLocalCheckpoint()
+    val wrote = batch.wrote
     discardChangelog()
-    db.foreach(_.forgetBatchRows())
-    if (dirty) {
+    forgetBatchRows()
+    if (wrote) {
       closeDb()
-      loaded = -1L
-      dirty = false
+      loaded = loaded.unloaded
+      batch = BatchState.begin(loaded.families)
+      keys = loaded.numKeys
     }
   }
 
@@ -574,9 +559,6 @@ final class VersionedRocksDB(
   def pruneCache(keep: Set[String], since: Long): Unit =
     local.prune(keep ++ lineage.chain.map(_.path), since)
 
-  /** Whether a RocksDB instance is open (none before the first load, after `closeIdle`). */
-  def isOpen: Boolean = db.isDefined
-
   /**
    * Closes the instance when it holds a committed version and nothing else (no write since),
    * keeping the loaded version's lineage and every local file (`maxOpenStores`). Its memtables
@@ -586,7 +568,7 @@ final class VersionedRocksDB(
    */
   def closeIdle(): Boolean = {
     awaitLocalCheckpoint()
-    if (db.isEmpty || dirty || changelog.isDefined) false
+    if (!isOpen || batch.wrote) false
     else {
       val flushed = try {
         rocksDB.flush()
@@ -598,7 +580,7 @@ final class VersionedRocksDB(
           false
       }
       closeDb()
-      flushedIdle = flushed
+      instance = StoreInstance.Closed(stateBytes, flushedIdle = flushed)
       true
     }
   }
@@ -612,20 +594,25 @@ final class VersionedRocksDB(
   }
 
   private def discardChangelog(): Unit = {
-    changelog.foreach { w =>
+    batch.changelog.foreach { w =>
       w.close()
       w.file.delete()
     }
-    changelog = None
+    batch = batch.copy(changelog = None)
   }
 
-  private def closeDb(): Unit = {
-    flushedIdle = false
-    db.foreach { d =>
-      d.close()
-      closedStateBytes = d.sstBytes
-    }
-    db = None
+  /** The rows held are of the version the instance held: a load or a rollback drops them. */
+  private def forgetBatchRows(): Unit = instance match {
+    case StoreInstance.Open(db) => db.forgetBatchRows()
+    case _: StoreInstance.Closed =>
+  }
+
+  /** Closes the instance, if open; either way no flushed directory is left to reopen. */
+  private def closeDb(): Unit = instance = instance match {
+    case StoreInstance.Open(db) =>
+      db.close()
+      StoreInstance.Closed(db.sstBytes, flushedIdle = false)
+    case StoreInstance.Closed(bytes, _) => StoreInstance.Closed(bytes, flushedIdle = false)
   }
 
   private def newFetch(neededBy: String) = new CheckpointFetch(local, checkpointDir, conf, neededBy)
@@ -633,5 +620,4 @@ final class VersionedRocksDB(
 
 object VersionedRocksDB {
   private val EmptyState = SnapshotRestore.EmptyState
-  private val DefaultFamilies: Map[String, Int] = Map("default" -> 0)
 }

@@ -17,7 +17,7 @@ import org.apache.spark.unsafe.types.UTF8String
 import io.rockstate.checkpoint.{CheckpointPins, Outcomes, RootOutcome}
 import io.rockstate.state.RockstateStateStoreProvider
 import io.rockstate.storage._
-import io.rockstate.storage.conf.RockstateConf
+import io.rockstate.storage.conf.{DeprecatedKeys, RockstateConf}
 import io.rockstate.storage.format.{Changelog, CheckpointJson, CorruptCheckpointException, MetaPack,
   StateFile, VersionManifest}
 import io.rockstate.storage.local.OpenInstances
@@ -50,7 +50,7 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
 
   // With the batch's rows held and without them (every read and check reads RocksDB).
   Seq(("the batch's rows held", Map.empty[String, String]),
-    ("readKeysHeld 0: none held", Map(RockstateConf.ReadKeysHeld.key -> "0"))).foreach {
+    ("batchRowsHeld 0: none held", Map(RockstateConf.BatchRowsHeld.key -> "0"))).foreach {
     case (how, extra) =>
       test(s"the row count stays exact when writes follow reads ($how)") {
         val p = provider(extra = extra)
@@ -88,12 +88,12 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     // served to another thread would each show as a difference.
     val held = provider()
     val unheld = provider(executor = 2, checkpoint = new File(root, "unheld"),
-      extra = Map(RockstateConf.ReadKeysHeld.key -> "0"))
+      extra = Map(RockstateConf.BatchRowsHeld.key -> "0"))
     // The same stores on other executors: a batch they commit is replayed by the first two's
     // next load onto the instances that hold the version before it.
     val heldElsewhere = provider(executor = 3)
     val unheldElsewhere = provider(executor = 4, checkpoint = new File(root, "unheld"),
-      extra = Map(RockstateConf.ReadKeysHeld.key -> "0"))
+      extra = Map(RockstateConf.BatchRowsHeld.key -> "0"))
     val random = new scala.util.Random(7)
     var version = 0L
     (1 to 16).foreach { batch =>
@@ -263,7 +263,7 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
   test("a store's figures read after Spark's maintenance closed its provider are its own") {
     // Spark's operators read a store's metrics after its commit released it; with
     // unloadOnCommit, Spark's maintenance thread closes the provider in between. Reading a
-    // closed RocksDB's properties crashed the JVM (SIGSEGV in GetIntProperty, stop 56).
+    // closed RocksDB's properties crashed the JVM (SIGSEGV in GetIntProperty).
     val p = provider(extra = snapshotEveryVersion)
     val Seq(s) = commitVersions(p, 1 to 1)((v, s) =>
       (1 to 100).foreach(i => s.put(key(s"k$i", v), value(i))))
@@ -287,7 +287,7 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
     // Loaded on another executor from the snapshot: every key is in SST files, none cached.
     // Its rows are not held, so the second batch's reads go to RocksDB again, not to the rows
     // the first one kept.
-    val elsewhere = provider(executor = 1, extra = Map(RockstateConf.ReadKeysHeld.key -> "0"))
+    val elsewhere = provider(executor = 1, extra = Map(RockstateConf.BatchRowsHeld.key -> "0"))
     def readBatch(v: Int): StateStore = {
       val s = elsewhere.getStore(v)
       (1 to 20000 by 17).foreach(i => assert(s.get(key(s"k$i", 1)) != null))
@@ -906,10 +906,44 @@ class RockstateStoreSuite extends AnyFunSuite with StoreTestKit {
 
   test("bad settings are refused with the key named") {
     val e = intercept[IllegalArgumentException](
-      provider(extra = Map(RockstateConf.BlockCacheSizeMB.key -> "lots")))
-    assert(e.getMessage.contains(RockstateConf.BlockCacheSizeMB.key))
+      provider(extra = Map(RockstateConf.RocksdbMemoryMB.key -> "lots")))
+    assert(e.getMessage.contains(RockstateConf.RocksdbMemoryMB.key))
     val cap = intercept[IllegalArgumentException](
       provider(extra = Map(RockstateConf.MaxVersionsToDeletePerMaintenance.key -> "0")))
     assert(cap.getMessage.contains(RockstateConf.MaxVersionsToDeletePerMaintenance.key))
+  }
+
+  test("a setting's old name still works and is logged once as deprecated") {
+    val old = RockstateConf.Prefix + "readKeysHeld"
+    assert(RockstateConf.BatchRowsHeld.deprecatedKeys == Seq(old))
+    assert(RockstateConf.RocksdbMemoryMB.deprecatedKeys ==
+      Seq(RockstateConf.Prefix + "blockCacheSizeMB"))
+    val first = DeprecatedKeys.warnOnce("probe-" + old, RockstateConf.BatchRowsHeld.key)
+    assert(first && !DeprecatedKeys.warnOnce("probe-" + old, RockstateConf.BatchRowsHeld.key))
+    assert(RockstateConf.from(Map(old -> "7"), 2).batchRowsHeld == 7)
+    assert(DeprecatedKeys.used.contains(old))
+    // The new name wins over the old; a store reads the old one through init as a user sets it.
+    assert(RockstateConf.from(Map(old -> "7", RockstateConf.BatchRowsHeld.key -> "9"), 2)
+      .batchRowsHeld == 9)
+    provider(extra = Map(old -> "0")).close() // not refused as unknown
+    val bad = intercept[IllegalArgumentException](provider(extra = Map(old -> "many")))
+    assert(bad.getMessage.contains(old))
+  }
+
+  test("an unknown setting fails the store, naming the nearest known one") {
+    val typo = intercept[IllegalArgumentException](
+      provider(extra = Map(RockstateConf.Prefix + "snapshotIntervall" -> "2")))
+    assert(typo.getMessage.contains(s"unknown setting ${RockstateConf.Prefix}snapshotIntervall"))
+    assert(typo.getMessage.contains(s"did you mean ${RockstateConf.SnapshotInterval.key}?"))
+    // An old name's misspelling points at the setting's name today.
+    val old = intercept[IllegalArgumentException](
+      provider(extra = Map(RockstateConf.Prefix + "blockCacheSizeMb" -> "64")))
+    assert(old.getMessage.contains(s"did you mean ${RockstateConf.RocksdbMemoryMB.key}?"))
+    val far = intercept[IllegalArgumentException](
+      provider(extra = Map(RockstateConf.Prefix + "zzzzzzzzzz" -> "1")))
+    assert(far.getMessage.contains("no setting has a name near it"))
+    // Keys outside rockstate's prefix are Spark's or another provider's: not refused.
+    val p = provider(extra = Map("spark.sql.streaming.stateStore.rocksdb.whatever" -> "1"))
+    p.close()
   }
 }

@@ -28,7 +28,7 @@ import io.rockstate.storage.local.LocalRocksDB
  *
  *   dev/sbt "shim/Test/runMain io.rockstate.storage.LoadBench --keys 8000000 --stores 2"
  *   dev/sbt "shim/Test/runMain io.rockstate.storage.LoadBench --existing 500000 --keys 100000
- *     --batches 20 --kinds rockstate,rockstate --conf readKeysHeld=0"
+ *     --batches 20 --kinds rockstate,rockstate --conf batchRowsHeld=0"
  */
 object LoadBench {
 

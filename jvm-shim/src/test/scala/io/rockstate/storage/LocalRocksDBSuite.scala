@@ -141,7 +141,7 @@ class LocalRocksDBSuite extends AnyFunSuite {
   test("figures read while another thread closes the store come from the open DB or none") {
     // Spark's operators read a store's metrics after its commit while Spark's maintenance
     // thread may close it (unloadOnCommit): a property read of a closed RocksDB crashed the
-    // JVM (SIGSEGV in GetIntProperty, stop 56). Each round closes a store under a reader.
+    // JVM (SIGSEGV in GetIntProperty). Each round closes a store under a reader.
     (1 to 40).foreach { round =>
       val dir = Files.createTempDirectory("rockstate-localdb").toFile
       val db = new LocalRocksDB(dir, RockstateConf.from(Map.empty, 2))

@@ -39,7 +39,7 @@ object RowCostBench {
       val (k, v) = kv.splitAt(kv.indexOf('='))
       (RockstateConf.Prefix + k) -> v.drop(1)
     }
-    val conf = RockstateConf.from(Map(RockstateConf.ReadKeysHeld.key -> "0") ++ settings, 2)
+    val conf = RockstateConf.from(Map(RockstateConf.BatchRowsHeld.key -> "0") ++ settings, 2)
     val db = new LocalRocksDB(dir, conf)
     try {
       all.foreach(db.put(_, value))

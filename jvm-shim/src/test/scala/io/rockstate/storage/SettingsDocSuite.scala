@@ -59,4 +59,11 @@ class SettingsDocSuite extends AnyFunSuite {
       assert(Default.findFirstMatchIn(row.get).map(_.group(1).trim).contains(s.default), row.get)
     }
   }
+
+  test("every old name a setting answers to is in the table of old names, beside its new one") {
+    val rows = table("| old name | name now |").map(r => unquoted(r(0)) -> unquoted(r(1))).toMap
+    val declared = own.flatMap(s => s.deprecatedKeys.map(old =>
+      old.stripPrefix(RockstateConf.Prefix) -> s.key.stripPrefix(RockstateConf.Prefix))).toMap
+    assert(rows == declared)
+  }
 }

@@ -35,7 +35,7 @@ import io.rockstate.storage.snapshot.SnapshotUploader
  * before the command), what the JVM itself grew outside its heap (JIT code, metaspace, GC and
  * thread structures) is told apart from RocksDB's memory, and left out of a second ratio.
  *
- * `--block-cache-mb M` sets `blockCacheSizeMB` (the bound; rockstate's default otherwise), to
+ * `--block-cache-mb M` sets `rocksdbMemoryMB` (the bound; rockstate's default otherwise), to
  * tell memory that grows with the bound from memory that does not; `--conf name=value,...`
  * sets any other rockstate setting.
  *
@@ -90,7 +90,7 @@ object StoreMemoryBench {
     val stores = opts.getOrElse("stores", "1000").toInt
     val keys = opts.getOrElse("keys", "1000").toInt
     val conf = RockstateConf.from(BenchConf.parse(opts.get("conf")) ++
-      opts.get("block-cache-mb").map(RockstateConf.BlockCacheSizeMB.key -> _) ++
+      opts.get("block-cache-mb").map(RockstateConf.RocksdbMemoryMB.key -> _) ++
       opts.get("snapshot-interval").map(RockstateConf.SnapshotInterval.key -> _), 2)
     val dir = Files.createTempDirectory("rockstate-memory-bench").toFile
     val rounds = opts.getOrElse("rounds", "5").toInt

@@ -15,7 +15,7 @@ import io.rockstate.storage.format.{Changelog, StateVersion}
 final class RockstateConf private (confs: Map[String, String], sparkMinVersionsToRetain: Int) {
   import RockstateConf._
 
-  val blockCacheSizeMB: Long = BlockCacheSizeMB.in(confs)
+  val rocksdbMemoryMB: Long = RocksdbMemoryMB.in(confs)
   val highPriorityPoolRatio: Double = HighPriorityPoolRatio.in(confs)
   val writeBufferSizeMB: Long = WriteBufferSizeMB.in(confs)
   val writeBufferManagerMB: Long = WriteBufferManagerMB.in(confs)
@@ -25,7 +25,7 @@ final class RockstateConf private (confs: Map[String, String], sparkMinVersionsT
   val minVersionsToRetain: Int = math.max(1, sparkMinVersionsToRetain)
   val orphanFileGraceMs: Long = OrphanFileGraceMs.in(confs)
   val trackTotalNumberOfRows: Boolean = TrackTotalNumberOfRows.in(confs)
-  val readKeysHeld: Int = ReadKeysHeld.in(confs)
+  val batchRowsHeld: Int = BatchRowsHeld.in(confs)
   val keptRowsMB: Long = KeptRowsMB.in(confs)
   val snapshotInterval: Int = SnapshotInterval.in(confs)
   val changelogCompression: String = ChangelogCompression.in(confs)
@@ -115,14 +115,16 @@ object RockstateConf {
   // Each declaration below adds itself here, in order; `All` is the list once they are made.
   private val declared = Seq.newBuilder[Setting[_]]
   private def declare[T](s: Setting[T]): Setting[T] = { declared += s; s }
-  private def own[T](name: String, default: String, kind: SettingKind[T], doc: String) =
-    declare(Setting(Prefix + name, default, kind, doc))
+  private def own[T](name: String, default: String, kind: SettingKind[T], doc: String,
+      oldNames: Seq[String] = Nil) =
+    declare(Setting(Prefix + name, default, kind, doc, oldNames.map(Prefix + _)))
   private def sparks[T](name: String, default: String, kind: SettingKind[T], doc: String) =
     declare(Setting("spark.sql.streaming.stateStore." + name, default, kind, doc))
 
   // RocksDB, per executor or per store.
-  val BlockCacheSizeMB: Setting[Long] = own("blockCacheSizeMB", "128", Whole(1),
-    "RocksDB memory of one executor: its shared block cache and the instances it keeps open")
+  val RocksdbMemoryMB: Setting[Long] = own("rocksdbMemoryMB", "128", Whole(1),
+    "RocksDB memory of one executor: its shared block cache and the instances it keeps open",
+    oldNames = Seq("blockCacheSizeMB")) // named when the bound was the block cache's alone
   val HighPriorityPoolRatio: Setting[Double] = own("highPriorityPoolRatio", "0.1", Fraction,
     "share of the block cache kept for index and filter blocks")
   val WriteBufferManagerMB: Setting[Long] = own("writeBufferManagerMB", "128", Whole(1),
@@ -156,7 +158,7 @@ object RockstateConf {
     "closed stores' local files kept per executor")
   val MaxOpenStores: Setting[Int] = own("maxOpenStores", "-1", Count(-1),
     "RocksDB instances an executor keeps open between tasks (-1: one per MB of " +
-      "blockCacheSizeMB; 0: no cap)")
+      "rocksdbMemoryMB; 0: no cap)")
   val TrimNativeHeap: Setting[Boolean] = own("trimNativeHeap", "true", Flag,
     "hand the C allocator's free memory back to the OS after instances close")
   val LockAcquireTimeoutMs: Setting[Long] = own("lockAcquireTimeoutMs", "60000", Whole(0),
@@ -176,8 +178,9 @@ object RockstateConf {
   // The key count.
   val TrackTotalNumberOfRows: Setting[Boolean] = own("trackTotalNumberOfRows", "true", Flag,
     "keep the exact key count")
-  val ReadKeysHeld: Setting[Int] = own("readKeysHeld", "100000", Count(0),
-    "rows a task holds of what it read and wrote in a batch")
+  val BatchRowsHeld: Setting[Int] = own("batchRowsHeld", "100000", Count(0),
+    "rows a task holds of what it read and wrote in a batch",
+    oldNames = Seq("readKeysHeld")) // named when the table held keys only
   val KeptRowsMB: Setting[Long] = own("keptRowsMB", "32", Whole(0),
     "heap an executor keeps of its stores' last batch's rows, for their next batch")
   // Spark's own keys for automatic snapshot repair (SPARK-54121, Spark 4.2), honoured on every
@@ -211,4 +214,31 @@ object RockstateConf {
   /** Reads the settings; `minVersionsToRetain` is Spark's own `minBatchesToRetain`. */
   def from(confs: Map[String, String], minVersionsToRetain: Int): RockstateConf =
     new RockstateConf(confs, minVersionsToRetain)
+
+  /**
+   * Refuses a key under rockstate's prefix that no setting answers to: a misspelt setting
+   * would otherwise be ignored without a word. The message names the nearest known setting.
+   */
+  def refuseUnknown(confs: Map[String, String]): Unit = {
+    val known = All.flatMap(s => s.keys.map(_ -> s)).toMap
+    confs.keys.filter(k => k.startsWith(Prefix) && !known.contains(k)).toSeq.sorted.headOption
+      .foreach { unknown =>
+        val name = unknown.stripPrefix(Prefix)
+        val (nearest, distance) = known.toSeq.map { case (k, s) =>
+          s.key -> editDistance(name.toLowerCase, k.stripPrefix(Prefix).toLowerCase)
+        }.minBy { case (k, d) => (d, k) }
+        val hint = if (distance <= math.max(2, name.length / 3)) s"did you mean $nearest? "
+          else "no setting has a name near it; "
+        throw new IllegalArgumentException(s"rockstate: unknown setting $unknown: ${hint}the " +
+          "settings are listed in docs/configuration.md. Fix its name or remove it.")
+      }
+  }
+
+  // Levenshtein's distance, for the nearest setting's name: one row of the table at a time.
+  private def editDistance(a: String, b: String): Int =
+    a.foldLeft((0 to b.length).toVector) { (above, ca) =>
+      b.zipWithIndex.foldLeft(Vector(above(0) + 1)) { case (row, (cb, j)) =>
+        row :+ math.min(math.min(row(j), above(j + 1)) + 1, above(j) + (if (ca == cb) 0 else 1))
+      }
+    }.last
 }

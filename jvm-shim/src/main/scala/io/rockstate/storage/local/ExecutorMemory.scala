@@ -12,7 +12,7 @@ import io.rockstate.storage.conf.RockstateConf
  */
 object ExecutorMemory {
   /**
-   * The executor's RocksDB memory: `boundBytes` (`blockCacheSizeMB`) holds the block cache
+   * The executor's RocksDB memory: `boundBytes` (`rocksdbMemoryMB`) holds the block cache
    * (memtables charged to it) and the instances open between tasks, up to `openInstanceCap`
    * of them (0: no cap, the whole bound is cache and the instances hold memory past it).
    */
@@ -25,7 +25,7 @@ object ExecutorMemory {
   def get(conf: RockstateConf): Shared = synchronized {
     shared.getOrElse {
       RocksDB.loadLibrary()
-      val boundBytes = conf.blockCacheSizeMB * 1024 * 1024
+      val boundBytes = conf.rocksdbMemoryMB * 1024 * 1024
       val cap = openInstanceCap(conf.maxOpenStores, boundBytes)
       val cacheBytes = boundBytes - instanceReserve(cap, boundBytes)
       val wbmBytes = math.min(conf.writeBufferManagerMB * 1024 * 1024, cacheBytes)

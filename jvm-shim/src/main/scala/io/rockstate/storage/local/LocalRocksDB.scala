@@ -86,10 +86,10 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf, mustExist: Boolean 
   private val openIterators = ConcurrentHashMap.newKeySet[KvIterator]()
 
   // The rows the task read or wrote in the batch, so a read of one again, and the row count's
-  // check before a write, rarely reads RocksDB (`readKeysHeld` 0: none held, every read and
+  // check before a write, rarely reads RocksDB (`batchRowsHeld` 0: none held, every read and
   // check reads RocksDB).
-  private val holdsRows = conf.readKeysHeld > 0
-  private val batchRows = new BatchRows(conf.readKeysHeld, kept = memory.keptRows)
+  private val holdsRows = conf.batchRowsHeld > 0
+  private val batchRows = new BatchRows(conf.batchRowsHeld, kept = memory.keptRows)
 
   private val readRocksDB: Array[Byte] => Array[Byte] = key => db.get(readOptions, key)
 
@@ -184,7 +184,7 @@ final class LocalRocksDB(val dir: File, conf: RockstateConf, mustExist: Boolean 
    * `read` of the open DB, or `whenClosed` once it closed. Figures are read by threads that
    * do not hold the store: Spark's operators read a store's metrics after its commit released
    * it, when Spark's maintenance thread may close it, and a property of a closed RocksDB reads
-   * freed memory (it crashed the JVM with `unloadOnCommit`, stop 56).
+   * freed memory (it crashed the JVM with `unloadOnCommit`).
    */
   private def whileOpen[T](whenClosed: => T)(read: => T): T =
     lifecycle.synchronized(if (closed) whenClosed else read)

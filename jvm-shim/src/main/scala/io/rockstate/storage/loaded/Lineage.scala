@@ -1,4 +1,4 @@
-package io.rockstate.storage
+package io.rockstate.storage.loaded
 
 import io.rockstate.storage.format.{ChangelogRef, SnapshotRef, VersionManifest}
 import io.rockstate.storage.restore.SnapshotRestore
