@@ -43,7 +43,6 @@ import time
 from pathlib import Path
 
 from provider_bench import (
-    PROVIDERS,
     feed,
     read_whole,
     requests_between,
@@ -57,6 +56,7 @@ from provider_bench import (
     with_s3_conf,
     write_input,
 )
+from rockstate.session.providers import PROVIDERS
 
 SNAPSHOT_EVERY_2 = {
     "rockstate": {"spark.sql.streaming.stateStore.rockstate.snapshotInterval": "2"},

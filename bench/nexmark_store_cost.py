@@ -16,7 +16,7 @@ the medians over the repeats and each provider's store cost, two ways:
 - Cores x Time: its CPU seconds (Nexmark's metric, the JVM's threads, background ones
   included) minus the floor's;
 
-and rockstate's store cost over Spark's (the ratio issue 71 sets at most 0.3). The providers'
+and rockstate's store cost over Spark's (the target: at most 0.3). The providers'
 outputs are compared, the floor's included (a floor that computed something else would measure
 nothing): the script exits 1 when they differ. ``--no-check`` writes no output (Spark's ``noop``
 sink) and compares nothing. The floor holds state on the driver's heap (``--driver-memory``,
@@ -36,9 +36,10 @@ from pathlib import Path
 
 # The floor's name and class, and its jar (the test kit's, compiled for the installed Spark
 # line), as provider_bench.py has them.
-from provider_bench import FLOOR, FLOOR_CLASS, floor_jar
+from provider_bench import floor_jar
+from rockstate.session.providers import FLOOR, ROCKSTATE, SPARK_ROCKSDB_CHANGELOG
 
-PROVIDERS = ("rockstate", "rocksdb")  # beside the floor, unless --providers says
+COMPARED = (ROCKSTATE, SPARK_ROCKSDB_CHANGELOG)  # beside the floor, unless --providers says
 FIGURES = ("batch_p50_ms", "cpu_s", "time_s")
 
 
@@ -52,8 +53,9 @@ def main() -> int:
     parser.add_argument("--warmup-events", type=int, help="an unmeasured first run's events "
                         "(default: events / 10, at most 200,000)")
     parser.add_argument("--driver-memory", default="4g")
-    parser.add_argument("--providers", default=",".join(PROVIDERS),
-                        help="the providers beside the floor (default: rockstate,rocksdb)")
+    parser.add_argument("--providers", default=",".join(COMPARED),
+                        help="the providers beside the floor (default: "
+                             "rockstate,spark-rocksdb-changelog)")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="any other Spark conf (repeat it)")
     parser.add_argument("--no-check", action="store_true")
@@ -66,13 +68,12 @@ def main() -> int:
     import rockstate
     from rockstate.nexmark.benchmark import parse_queries, run_benchmark
     from rockstate.nexmark.config import NexmarkConfig
-    from rockstate.nexmark.providers import PROVIDERS as KNOWN
-    from rockstate.nexmark.providers import parse
     from rockstate.nexmark.run import RunPlan
+    from rockstate.session.providers import PROVIDERS, parse
 
     queries = parse_queries(args.queries)
     providers = [*parse(args.providers), FLOOR]
-    catalogue = {**KNOWN, FLOOR: (FLOOR_CLASS, {})}
+    catalogue = PROVIDERS
     config = NexmarkConfig(events=args.events)
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="rockstate-nexmark-floor-"))
     builder = (SparkSession.builder.master("local[2]").appName("nexmark-store-cost")
@@ -157,7 +158,7 @@ def table(summary: dict[str, dict], args: argparse.Namespace) -> str:
     """Per query the floor's figures, then each provider's and its store cost; with both
     rockstate and Spark's RocksDB provider in the run, the ratio of their store costs."""
     providers = [p for p in next(iter(summary.values())) if p != FLOOR]
-    both = {"rockstate", "rocksdb"} <= set(providers)
+    both = set(COMPARED) <= set(providers)
     head = ["query", "floor batch p50 (ms)", "floor CPU s"]
     for p in providers:
         head += [f"{p} batch p50", f"{p} store cost (ms)", f"{p} CPU s", f"{p} store cost (CPU s)"]
@@ -172,7 +173,7 @@ def table(summary: dict[str, dict], args: argparse.Namespace) -> str:
             cells += [f"{m[p]['batch_p50_ms']:,.0f}", f"{m[p]['store_cost_ms']:,.0f}",
                       _figure(m[p]["cpu_s"]), _figure(m[p]["store_cost_cpu_s"])]
         if both:
-            mine, spark = m["rockstate"], m["rocksdb"]
+            mine, spark = m[ROCKSTATE], m[SPARK_ROCKSDB_CHANGELOG]
             cells += [ratio(mine["store_cost_ms"], spark["store_cost_ms"]),
                       ratio(mine["store_cost_cpu_s"], spark["store_cost_cpu_s"])]
         lines.append("| " + " | ".join(cells) + " |")

@@ -23,7 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from provider_bench import PROVIDERS  # the same provider names and settings
+from rockstate.session.providers import PROVIDERS
 
 DEFAULT_PROVIDERS = "rockstate,spark-rocksdb-changelog"
 

@@ -1,6 +1,7 @@
 """Where a Nexmark query's task time goes on each provider: a Java Flight Recorder profile.
 
-    python bench/profile_nexmark.py --query q11 --events 10000000 --providers rockstate,rocksdb
+    python bench/profile_nexmark.py --query q11 --events 10000000 \
+        --providers rockstate,spark-rocksdb-changelog
 
 Each provider runs ``rockstate nexmark`` in a JVM of its own with JFR on (no output kept: the
 no-op sink, Nexmark's blackhole). The recording's task-thread samples are then split by what
@@ -71,7 +72,7 @@ def main() -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--query", default="q11")
     parser.add_argument("--events", type=int, default=10_000_000)
-    parser.add_argument("--providers", default="rockstate,rocksdb")
+    parser.add_argument("--providers", default="rockstate,spark-rocksdb-changelog")
     parser.add_argument("--workdir")
     parser.add_argument("--steps", action="store_true",
                         help="split the store's samples by request and by step as well")

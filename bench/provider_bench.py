@@ -97,40 +97,10 @@ from pathlib import Path
 # The tests' support code (the S3 server, executor JVMs), for this process and its children.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-FLOOR = "floor"
-FLOOR_CLASS = "io.rockstate.floor.FloorStateStoreProvider"
-PROVIDERS = {
-    "rockstate": ("io.rockstate.state.RockstateStateStoreProvider", {}),
-    # With per-row checksums (every value sealed, every read checked): their cost.
-    "rockstate-checksums": ("io.rockstate.state.RockstateStateStoreProvider",
-                            {"spark.sql.streaming.stateStore.rowChecksum.enabled": "true"}),
-    "spark-rocksdb": (
-        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
-        {"spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "false"},
-    ),
-    "spark-rocksdb-changelog": (
-        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
-        {"spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true"},
-    ),
-    # Spark's provider under the bound rockstate keeps by default: one 128 MB cache an
-    # executor with the memtables charged to it, 10% of it for index and filter blocks.
-    # rockstate's memtables may take all of it (writeBufferManagerMB = blockCacheSizeMB);
-    # Spark wants the two ratios to sum below 1, so 0.89 (114 MB) is the nearest.
-    "spark-rocksdb-changelog-bounded": (
-        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
-        {"spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
-         "spark.sql.streaming.stateStore.rocksdb.boundedMemoryUsage": "true",
-         "spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB": "128",
-         "spark.sql.streaming.stateStore.rocksdb.writeBufferCacheRatio": "0.89",
-         "spark.sql.streaming.stateStore.rocksdb.highPriorityPoolRatio": "0.1"},
-    ),
-    "hdfs": ("org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider", {}),
-    # The floor: state in a hash map in memory, nothing written (the test kit's benchmark-only
-    # provider, jvm-shim/src/testkit): what a batch costs without a state store's own work.
-    FLOOR: (FLOOR_CLASS, {}),
-}
 # Run only when named in --providers.
-OPT_IN = {"spark-rocksdb-changelog-bounded", FLOOR}
+from rockstate.session.providers import FLOOR, FLOOR_CLASS, PROVIDERS
+
+OPT_IN = {"spark-rocksdb-changelog-bounded", FLOOR}  # beside the default providers
 
 # rockstate's custom metrics of a batch's block reads (``rockstate`` + each name).
 BLOCK_READS = ("BlockCacheHits", "BlocksRead", "IndexBlocksRead", "FilterBlocksRead",
@@ -182,7 +152,7 @@ def feed(staged: Path, src: Path) -> int:
     """Puts one batch's file into the running query's source folder whole, and returns its
     rows. A copy in place is listed while it grows: Spark then splits the file by the length
     it listed, reads only the row groups that start within it, and the batch silently holds
-    part of the input (a 64M-key load of one run held 40.9M keys, stop 57). The file source
+    part of the input (a 64M-key load of one run held 40.9M keys). The file source
     skips names starting with a dot, so the copy is made under one and renamed in."""
     import pyarrow.parquet as pq
 
@@ -322,7 +292,7 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
     spark = rockstate.configure(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     spark.conf.set("spark.sql.streaming.stateStore.providerClass", provider)
-    if args.checkpoint_format != 1 and base != "hdfs":
+    if args.checkpoint_format != 1 and base != "spark-hdfs":
         extra["spark.sql.streaming.stateStore.checkpointFormatVersion"] = \
             str(args.checkpoint_format)
     if args.snapshot_every:
@@ -406,8 +376,7 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
         # memtables' reservations, pinned index and filter blocks, blocks being read). A
         # cache pinned near its capacity keeps no data block between two reads.
         if in_process_cache:
-            shared = spark._jvm.io.rockstate.storage.local.ExecutorMemory.current()
-            pinned.append(shared.get().cache().getPinnedUsage() if shared.isDefined() else 0)
+            pinned.append(spark._jvm.io.rockstate.plugin.LocalDiagnostics.pinnedCacheBytes())
         rows += p["numInputRows"]
         millis += p["durationMs"]["triggerExecution"]
         every.append(p["durationMs"]["triggerExecution"])
@@ -438,12 +407,11 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
     # the executor (the shared block cache, memtables charged to it) against its bound; in
     # local mode the executor is this JVM.
     state_memory = p["stateOperators"][0].get("memoryUsedBytes", 0)
-    rocksdb_memory = (spark._jvm.io.rockstate.storage.local.ExecutorMemory.usedBytes()
-                      if in_process_cache else 0)
+    diagnostics = spark._jvm.io.rockstate.plugin.LocalDiagnostics
+    rocksdb_memory = diagnostics.rocksdbMemoryUsedBytes() if in_process_cache else 0
     # Where each store's SSTs are and how they got there (local mode: this JVM's stores):
     # bytes compactions wrote against bytes they moved down whole, by level.
-    level_stats = (list(spark._jvm.io.rockstate.storage.local.LocalRocksDB.openLevelStats())
-                   if in_process_cache else [])
+    level_stats = list(diagnostics.levelStats()) if in_process_cache else []
     query.stop()
     # What the run leaves in the checkpoint's state/ directory (after the last maintenance):
     # on an object store every file is a request and every listing pays for the count.
@@ -793,7 +761,7 @@ def main() -> int:
                   f"index, filter; their MB; cache hits): {reads}")
             if r["pinned_mb"]:
                 print(f"{name}: MB of the executor's block cache pinned after each batch of the "
-                      f"last run (of blockCacheSizeMB): {r['pinned_mb']}")
+                      f"last run (of rocksdbMemoryMB): {r['pinned_mb']}")
             if r["levels"]:
                 rows = "; ".join(
                     f"{lvl} {v['NumFiles']:.0f} files {v['SizeBytes'] / 2**20:.0f} MB, written "
@@ -815,7 +783,7 @@ def main() -> int:
             if r["rocksdb_memory_mb"]:
                 print(f"{name}: RocksDB memory of the executor after the last batch "
                       f"{r['rocksdb_memory_mb']:.1f} MB (the shared block cache with the "
-                      f"memtables charged to it; its bound is blockCacheSizeMB); the stores' "
+                      f"memtables charged to it; its bound is rocksdbMemoryMB); the stores' "
                       f"own report to Spark {r['state_memory_mb']:.1f} MB")
     for name, r in results.items():
         if r.get("recovery"):

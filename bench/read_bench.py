@@ -34,6 +34,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from rockstate.session.providers import PROVIDERS, SPARK_ROCKSDB_CHANGELOG
+
 # Run in a fresh interpreter: prints the call's peak resident set in MiB. VmHWM, not
 # ru_maxrss, which Linux carries across exec from the forking parent (this bench, large).
 _PEAK = ("import sys, rockstate; {call}; "
@@ -75,11 +77,11 @@ def main() -> int:
             builder = builder.config("spark.sql.streaming.stateStore.rowChecksum.enabled", "true")
         spark = rockstate.configure(builder, snapshotInterval=1).getOrCreate()
     else:
-        spark = (builder.config("spark.sql.streaming.stateStore.providerClass",
-                                "org.apache.spark.sql.execution.streaming.state."
-                                "RocksDBStateStoreProvider")
-                 .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled",
-                         "true")
+        provider, confs = PROVIDERS[SPARK_ROCKSDB_CHANGELOG]
+        builder = builder.config("spark.sql.streaming.stateStore.providerClass", provider)
+        for key, value in confs.items():
+            builder = builder.config(key, value)
+        spark = (builder
                  # A snapshot zip of the first batch from the next maintenance run on.
                  .config("spark.sql.streaming.stateStore.minDeltasForSnapshot", "1")
                  .config("spark.sql.streaming.stateStore.maintenanceInterval", "1s")
@@ -98,7 +100,7 @@ def main() -> int:
     # A second, one-row batch once the first batch's snapshot is uploaded: the version read
     # is then a RocksDB snapshot plus one changelog, the common case.
     if args.provider == "rockstate":
-        spark.sparkContext._jvm.io.rockstate.storage.snapshot.SnapshotUploader.awaitIdle(120000)
+        spark.sparkContext._jvm.io.rockstate.plugin.LocalDiagnostics.awaitUploadsIdle(120000)
     else:  # every partition's snapshot zip of version 1 is uploaded by maintenance
         deadline = time.monotonic() + 120
         while len(list(checkpoint.glob("state/0/*/1.zip"))) < args.partitions:

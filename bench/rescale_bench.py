@@ -31,7 +31,8 @@ import threading
 import time
 from pathlib import Path
 
-from provider_bench import PROVIDERS, stat_fields, write_input
+from provider_bench import stat_fields, write_input
+from rockstate.session.providers import PROVIDERS
 
 DRIVER_MEMORY = "3g"
 

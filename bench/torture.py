@@ -30,7 +30,7 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--cycles", type=int, default=30, help="micro-batches under faults")
     p.add_argument("--faults", type=int, default=20, help="faults over those cycles")
-    p.add_argument("--provider", choices=["rockstate", "spark-rocksdb", "both"],
+    p.add_argument("--provider", choices=["rockstate", "spark-rocksdb-changelog", "both"],
                    default="rockstate")
     p.add_argument("--kinds", default=",".join(KINDS), help="query kinds, comma-separated")
     p.add_argument("--faults-allowed", default=None,
@@ -55,7 +55,8 @@ def main() -> int:
     else:
         allowed = orchestrator.FAULTS
     oracle = a.oracle or orchestrator.run_oracle(work, a.seed, a.cycles + 2, kinds)
-    providers = ["rockstate", "spark-rocksdb"] if a.provider == "both" else [a.provider]
+    providers = ["rockstate", "spark-rocksdb-changelog"] if a.provider == "both" \
+        else [a.provider]
     failed = False
     world = outside.Outside.start(work / "outside", a.seed) if a.outside else None
     try:

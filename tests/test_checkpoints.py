@@ -16,11 +16,12 @@ import pytest
 from pyspark.sql import functions as F
 
 import rockstate
+from rockstate.session.providers import SPARK_HDFS_CLASS
 from support import faults
 from support.executors import kill_an_executor
 from support.polling import wait_for
 from support.queries import SCHEMA, keyed_batches, two_operators
-from support.streams import HDFS, assert_checkpoint_sound, assert_same_outputs, run_stream
+from support.streams import assert_checkpoint_sound, assert_same_outputs, run_stream
 
 SETTING = "spark.sql.streaming.stateStore.rockstate."
 PARTITIONS = 4
@@ -50,8 +51,8 @@ def test_two_operators_four_partitions_complete_checkpoints_of_eight_stores(
     spark = cluster_spark
     confs = {"spark.sql.shuffle.partitions": str(PARTITIONS)}
     batches = keyed_batches(6)  # versions 1..6: checkpoints 2, 4 and 6
-    oracle = run_stream(spark, HDFS, two_operators, batches, workdir=workdir, name="ck-oracle",
-                        schema=SCHEMA, confs=confs)
+    oracle = run_stream(spark, SPARK_HDFS_CLASS, two_operators, batches, workdir=workdir,
+                        name="ck-oracle", schema=SCHEMA, confs=confs)
     called: list = []
     watcher = rockstate.on_checkpoint_complete(spark, called.append, poll_seconds=0.2)
     views = {}
@@ -152,7 +153,7 @@ def test_executor_killed_mid_snapshot_its_checkpoint_never_completes(cluster_spa
             except AssertionError as e:
                 raise AssertionError(f"{e}: {rockstate.checkpoints(query)}") from None
 
-    oracle = run_stream(spark, HDFS, two_operators, batches, workdir=workdir,
+    oracle = run_stream(spark, SPARK_HDFS_CLASS, two_operators, batches, workdir=workdir,
                         name="ck-kill-oracle", schema=SCHEMA, confs=confs)
     with faults.slow_uploads(600):
         mine = run_stream(spark, rockstate.PROVIDER_CLASS, two_operators, batches,

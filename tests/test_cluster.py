@@ -26,7 +26,7 @@ def test_every_executor_reports_its_shared_memory_to_the_driver(cluster_spark):
     spark.range(100).repartition(4).count()  # make sure executors are up
     ready = wait_for(lambda: len(_ready_executors(spark)) >= 2 and _ready_executors(spark),
                      "two executors to report")
-    # blockCacheSizeMB=32: the bound, of which the default cap's 32 instances keep 256 KB each.
+    # rocksdbMemoryMB=32: the bound, of which the default cap's 32 instances keep 256 KB each.
     assert {r["memoryBoundBytes"] for r in ready} == {32 * 1024 * 1024}
     assert {r["openInstanceCap"] for r in ready} == {32}
     assert {r["blockCacheBytes"] for r in ready} == {24 * 1024 * 1024}

@@ -41,7 +41,7 @@ from rockstate.checkpoint.paths import local_within, relative_path
 from rockstate.checkpoint.state_schema import FamilySchema, parse_family_schemas
 from rockstate.encoding.unsaferow import decode_rows
 from rockstate.errors import RockstateError
-from rockstate.tools.savepoint import read_savepoint
+from rockstate.tools.savepoint_manifest import read_savepoint
 from support.time_bound import within_seconds
 
 EXAMPLES = int(os.environ.get("ROCKSTATE_FUZZ_EXAMPLES", "150"))

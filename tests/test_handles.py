@@ -24,8 +24,18 @@ import rockstate
 from rockstate.checkpoint import model, offsets
 from rockstate.checkpoint.location import CheckpointLocation
 from rockstate.live import view
-from rockstate.tools import changes, handles, read, report, rewrite, savepoint, verify
-from rockstate.tools.savepoint import SAVEPOINT_FILE, SavepointManifest
+from rockstate.tools import (
+    changes,
+    handles,
+    read,
+    report,
+    restore,
+    rewrite,
+    savepoint,
+    savepoint_manifest,
+    verify,
+)
+from rockstate.tools.savepoint_manifest import SAVEPOINT_FILE, SavepointManifest
 from support.savepoints import digest
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -315,7 +325,7 @@ DELEGATION: list[tuple[str, Callable[[], Any], Any, str, Any, dict[str, Any]]] =
      {"location": LOCATION, "operator": 1, "from_batch": 2, "to_batch": 3, "partitions": [0],
       "store": "s", "storage_options": OPTIONS}),
     ("export", lambda: CK.export("memory://out", version=4, progress=_progress,
-                                 storage_options=OTHER), read, "export", ["d"],
+                                 target_options=OTHER), read, "export", ["d"],
      {"location": LOCATION, "dest": "memory://out", "format": "parquet", "version": 4,
       "progress": _progress, "storage_options": OPTIONS, "dest_options": OTHER}),
     ("verify", lambda: CK.verify(_progress), verify, "verify", "r",
@@ -330,7 +340,7 @@ DELEGATION: list[tuple[str, Callable[[], Any], Any, str, Any, dict[str, Any]]] =
      {"checkpoint_location": LOCATION, "batch_id": 3, "storage_options": OPTIONS}),
     ("provider_class", lambda: CK.provider_class(), offsets, "provider_class", "x",
      {"checkpoint_location": LOCATION, "storage_options": OPTIONS}),
-    ("savepoint", lambda: CK.savepoint("memory://handles/sp", storage_options=OTHER,
+    ("savepoint", lambda: CK.savepoint("memory://handles/sp", target_options=OTHER,
                                        progress=_progress), savepoint, "savepoint", WRITTEN,
      {"source": LOCATION, "target": "memory://handles/sp", "progress": _progress,
       "storage_options": OPTIONS, "target_options": OTHER}),
@@ -340,11 +350,11 @@ DELEGATION: list[tuple[str, Callable[[], Any], Any, str, Any, dict[str, Any]]] =
     ("migrate", lambda: CK.migrate(SPARK, "rockstate", 4), rewrite, "migrate", "r",
      {"spark": SPARK, "checkpoint": LOCATION, "to": "rockstate", "partitions": 4,
       "kwargs": {"storage_options": OPTIONS}}),
-    ("Savepoint.manifest", lambda: SP.manifest(), savepoint, "read_savepoint", WRITTEN,
+    ("Savepoint.manifest", lambda: SP.manifest(), savepoint_manifest, "read_savepoint", WRITTEN,
      {"location": SAVED, "storage_options": OPTIONS}),
-    ("Savepoint.restore", lambda: SP.restore("memory://handles/new", storage_options=OTHER,
+    ("Savepoint.restore", lambda: SP.restore("memory://handles/new", target_options=OTHER,
                                              new_query_id=False, expect_digest="ab"),
-     savepoint, "restore", "memory://handles/new",
+     restore, "restore", "memory://handles/new",
      {"savepoint_url": SAVED, "checkpoint": "memory://handles/new", "new_query_id": False,
       "storage_options": OPTIONS, "target_options": OTHER, "expect_digest": "ab"}),
     ("Savepoint.verify", lambda: SP_PLAIN.verify("ab"), verify, "verify", "r",
@@ -393,8 +403,8 @@ def test_one_meaning_per_name():
     assert rockstate.Checkpoint is handles.Checkpoint
     assert rockstate.Savepoint is handles.Savepoint
     assert rockstate.CheckpointRecord is model.CheckpointRecord
-    assert rockstate.SavepointManifest is savepoint.SavepointManifest
-    assert not hasattr(model, "Checkpoint") and not hasattr(savepoint, "Savepoint")
+    assert rockstate.SavepointManifest is savepoint_manifest.SavepointManifest
+    assert not hasattr(model, "Checkpoint") and not hasattr(savepoint_manifest, "Savepoint")
     assert isinstance(rockstate.checkpoints(str(TWS)).completed[0], rockstate.CheckpointRecord)
     assert isinstance(rockstate.read_savepoint(str(SAVEPOINTS / "format-2")),
                       rockstate.SavepointManifest)
@@ -402,13 +412,15 @@ def test_one_meaning_per_name():
         set(rockstate.__all__)
 
 
-# What the functions call a location, each its own way; the handles say ``location``.
+# What the functions call a place, each its own way; the handles say ``location`` for their own
+# and ``target`` (with ``target_options``) for where a method writes.
 OLD_LOCATION_NAMES = {"source", "checkpoint", "checkpoint_location", "savepoint_url", "url",
-                      "target", "target_options", "dest_options"}
+                      "dest", "dest_options", "path"}
+WRITES_ELSEWHERE = {"export", "savepoint", "restore"}
 
 
 @pytest.mark.parametrize("handle", [rockstate.Checkpoint, rockstate.Savepoint])
-def test_the_handles_name_a_location_location(handle: type):
+def test_the_handles_speak_one_vocabulary(handle: type):
     fields = list(inspect.signature(handle).parameters)
     assert fields == ["location", "storage_options"]
     for name, method in inspect.getmembers(handle, inspect.isfunction):
@@ -416,8 +428,18 @@ def test_the_handles_name_a_location_location(handle: type):
             continue
         params = set(inspect.signature(method).parameters)
         assert not params & OLD_LOCATION_NAMES, (name, params & OLD_LOCATION_NAMES)
-    assert "location" in inspect.signature(rockstate.Checkpoint.savepoint).parameters
-    assert "location" in inspect.signature(rockstate.Savepoint.restore).parameters
+        assert "storage_options" not in params, name  # the handle's own, given once
+        if name in WRITES_ELSEWHERE:
+            assert {"target", "target_options"} <= params, (name, params)
+
+
+def test_the_free_functions_are_aliases_outside_the_documented_api():
+    """The handles are the API; the functions that only do a handle's job stay importable
+    (rockstate.read_state, ...) but are not in ``__all__``."""
+    aliases = {"read_state", "read_changes", "export", "verify", "read_savepoint", "restore",
+               "rescale", "migrate", "recorded_confs", "provider_class"}
+    assert not aliases & set(rockstate.__all__)
+    assert all(callable(getattr(rockstate, name)) for name in aliases)
 
 
 def test_a_handle_is_a_value(agg: Path):

@@ -57,7 +57,7 @@ def test_driver_and_executor_figures_reach_the_csv_sink(cluster_spark, workdir: 
     wait_for(lambda: all(_latest(app, e, "localCacheBytes") is not None for e in executors),
               "every executor's figures in the sink")
     assert any((_latest(app, e, "localCacheBytes") or 0) > 0 for e in executors)
-    # blockCacheSizeMB=32 in the test session, of which the default cap's 32 instances keep
+    # rocksdbMemoryMB=32 in the test session, of which the default cap's 32 instances keep
     # 256 KB each outside the cache.
     assert all(_latest(app, e, "rocksdbMemoryCapacityBytes") == 24 * 1024 * 1024
                for e in executors)

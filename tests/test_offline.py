@@ -34,7 +34,7 @@ def built(sessions, tmp_path_factory) -> Path:
     run = run_stream(spark, rockstate.PROVIDER_CLASS,
                      lambda s: s.groupBy("key").agg(F.count("*").alias("n")),
                      batches, workdir=work, name="offline", schema=SCHEMA)
-    spark.sparkContext._jvm.io.rockstate.storage.snapshot.SnapshotUploader.awaitIdle(60000)
+    spark.sparkContext._jvm.io.rockstate.plugin.LocalDiagnostics.awaitUploadsIdle(60000)
     # The driver writes checkpoint 6's metadata once the last acknowledgement arrives.
     metadata = run.checkpoint / "rockstate" / "checkpoints" / "6" / "_metadata"
     for _ in range(120):

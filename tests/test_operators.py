@@ -15,10 +15,11 @@ import pytest
 from pyspark.sql import functions as F
 
 import rockstate
+from rockstate.session.providers import FLOOR_CLASS, SPARK_HDFS_CLASS
 from support import faults
 from support.queries import BATCHES, SCHEMA, events, join, pandas_count_until_timeout, sided
 from support.savepoints import settled
-from support.streams import HDFS, assert_same_as_oracle, assert_same_outputs, run_stream
+from support.streams import assert_same_as_oracle, assert_same_outputs, run_stream
 
 # The other Spark lines' leg (dev/test-spark-line) runs one query of each way an operator uses
 # the store (get/put, removal by watermark, a join's four stores, prefix scans, timeouts) and
@@ -175,7 +176,7 @@ def test_restart_at_a_snapshot_version_loads_that_snapshot(spark, workdir: Path)
 
     def snapshots_landed(i: int, _query) -> None:
         if i == 1:
-            assert jvm.io.rockstate.storage.snapshot.SnapshotUploader.awaitIdle(60000)
+            assert jvm.io.rockstate.plugin.LocalDiagnostics.awaitUploadsIdle(60000)
 
     run = run_stream(
         spark, rockstate.PROVIDER_CLASS,
@@ -257,20 +258,19 @@ def test_the_default_cap_closes_instances_past_one_per_mb_of_the_bound(spark, wo
     """No maxOpenStores set: the executor's cap is one instance per MB of its bound, and a query
     with more partitions than that has its idle instances closed between batches and reopened
     from local files, with the oracle's output and state."""
-    jvm = spark.sparkContext._jvm
-    memory = jvm.io.rockstate.storage.local.ExecutorMemory.current()
-    assert not memory.isEmpty(), "the session's stores set up the executor's memory"
-    cap = memory.get().openInstanceCap()
-    assert cap * 1024 * 1024 == memory.get().boundBytes()  # the default: one per MB
-    instances = jvm.io.rockstate.storage.local.OpenInstances.executor()
-    closed_before = instances.closedForCap()
+    diagnostics = spark.sparkContext._jvm.io.rockstate.plugin.LocalDiagnostics
+    cap = diagnostics.openInstanceCap()
+    assert cap >= 0, "the session's stores set up the executor's memory"
+    assert cap * 1024 * 1024 == diagnostics.rocksdbMemoryBoundBytes()  # the default: one per MB
+    closed_before = diagnostics.instancesClosedForCap()
     batches = [events(b, "abcdefgh") for b in range(3)]
     _, run = assert_same_as_oracle(
         spark, lambda s: s.groupBy("key").agg(F.sum("value").alias("total")), batches,
         workdir=workdir, name="default-cap", schema=SCHEMA, restart_at=None,
         confs={"spark.sql.shuffle.partitions": str(cap + 8)})
-    assert instances.closedForCap() > closed_before
-    assert instances.open() <= cap + 2  # at most the cap, but for the two task slots' stores
+    assert diagnostics.instancesClosedForCap() > closed_before
+    # At most the cap, but for the two task slots' stores.
+    assert diagnostics.openInstances() <= cap + 2
     assert sum(m["rockstateInstancesReopened"] for m in _metrics(run)) > 0, _metrics(run)
 
 
@@ -368,10 +368,9 @@ def test_a_damaged_snapshot_is_repaired_on_restart_and_the_query_agrees_with_the
     assert repaired[0] == 1 and sum(repaired) == 1, repaired
 
 
-# The benches' floor (bench/provider_bench.py --providers ...,floor): the test kit's
-# benchmark-only provider, state in memory and nothing written. The benches run on the main
-# line: so do its tests.
-FLOOR = "io.rockstate.floor.FloorStateStoreProvider"
+# The benches' floor (bench/provider_bench.py --providers ...,floor), FLOOR_CLASS: the test
+# kit's benchmark-only provider, state in memory and nothing written. The benches run on the
+# main line: so do its tests.
 
 
 @MAIN_LINE_ONLY
@@ -392,9 +391,9 @@ def test_the_benches_floor_gives_the_oracles_output_and_writes_no_state(spark, w
             (commits / name).unlink(missing_ok=True)
         return checkpoint
 
-    oracle = run_stream(spark, HDFS, agg, BATCHES, workdir=workdir, name="floor-oracle",
+    oracle = run_stream(spark, SPARK_HDFS_CLASS, agg, BATCHES, workdir=workdir, name="floor-oracle",
                         schema=SCHEMA, restart_at=3)
-    floor = run_stream(spark, FLOOR, agg, BATCHES, workdir=workdir, name="floor",
+    floor = run_stream(spark, FLOOR_CLASS, agg, BATCHES, workdir=workdir, name="floor",
                        schema=SCHEMA, restart_at=3, relocate=drop_last_commit)
     assert oracle.all_rows()
     assert_same_outputs(oracle, floor, "floor")
@@ -427,9 +426,10 @@ def test_the_benches_floor_runs_nexmarks_operators_like_the_oracle(
                 .agg(F.sum("value").alias("total"))
         batches, extra = BATCHES, {}
     name = operator.replace(" ", "-")
-    oracle = run_stream(spark, HDFS, build, batches, workdir=workdir, name=f"{name}-oracle",
-                        schema=SCHEMA, output_mode="append", restart_at=3, **extra)
-    floor = run_stream(spark, FLOOR, build, batches, workdir=workdir, name=f"{name}-floor",
+    oracle = run_stream(spark, SPARK_HDFS_CLASS, build, batches, workdir=workdir,
+                        name=f"{name}-oracle", schema=SCHEMA, output_mode="append",
+                        restart_at=3, **extra)
+    floor = run_stream(spark, FLOOR_CLASS, build, batches, workdir=workdir, name=f"{name}-floor",
                        schema=SCHEMA, output_mode="append", restart_at=3, **extra)
     assert oracle.all_rows()
     assert_same_outputs(oracle, floor, "floor")

@@ -22,8 +22,9 @@ from pyspark.sql import functions as F
 import rockstate
 import rockstate.tools.read
 from rockstate.session import spark_lines
+from rockstate.session.providers import SPARK_ROCKSDB_CLASS
 from support.cli import run_cli
-from support.streams import SPARK_ROCKSDB, run_stream
+from support.streams import run_stream
 
 SCHEMA = "key STRING, value INT, ts TIMESTAMP"
 
@@ -107,16 +108,16 @@ def checkpoints(sessions, tmp_path_factory) -> dict[str, Path]:
         spark, rockstate.PROVIDER_CLASS, _aggregate_with_struct_key, _batches(5), workdir=work,
         name="agg-checksums", schema=SCHEMA,
         confs={"spark.sql.streaming.stateStore.rowChecksum.enabled": "true"}).checkpoint
-    spark.sparkContext._jvm.io.rockstate.storage.snapshot.SnapshotUploader.awaitIdle(60000)
+    spark.sparkContext._jvm.io.rockstate.plugin.LocalDiagnostics.awaitUploadsIdle(60000)
     # The same aggregation on Spark's own RocksDB provider (a zip and shared SSTs a version).
     out["spark-agg"] = run_stream(
-        spark, SPARK_ROCKSDB, _aggregate_with_struct_key, _batches(5), workdir=work,
+        spark, SPARK_ROCKSDB_CLASS, _aggregate_with_struct_key, _batches(5), workdir=work,
         name="spark-agg", schema=SCHEMA,
         confs={"spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled":
                "false"}).checkpoint
     # And in changelog checkpointing mode: versions are the newest zip plus changelogs.
     out["spark-agg-changelog"] = run_stream(
-        spark, SPARK_ROCKSDB, _aggregate_with_struct_key, _batches(5), workdir=work,
+        spark, SPARK_ROCKSDB_CLASS, _aggregate_with_struct_key, _batches(5), workdir=work,
         name="spark-agg-changelog", schema=SCHEMA,
         confs={"spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
                "spark.sql.streaming.stateStore.minDeltasForSnapshot": "2"}).checkpoint
@@ -450,7 +451,7 @@ def _list_and_map_query(s):
 # Spark 4.2+ runs transformWithState only on its own RocksDB provider; 4.0 and 4.1 run it on
 # rockstate too (rockstate.session.spark_lines). The reader reads both, one column family (state
 # variable) at a time.
-TWS_PROVIDERS = [SPARK_ROCKSDB] + (
+TWS_PROVIDERS = [SPARK_ROCKSDB_CLASS] + (
     [rockstate.PROVIDER_CLASS] if spark_lines.find(pyspark.__version__).transform_with_state
     else [])
 
@@ -591,8 +592,8 @@ def test_transform_with_state_change_feed_matches_spark_rocksdb(spark, workdir: 
                 _normal(tuple(r[c] for c in ("batch_id", "change_type", *cols, "partition_id")))
                 for r in df.collect())
     for var in TWS_COLUMNS:
-        assert feeds[SPARK_ROCKSDB, var], f"Spark's change feed of {var} is empty"
-        assert feeds[rockstate.PROVIDER_CLASS, var] == feeds[SPARK_ROCKSDB, var], var
+        assert feeds[SPARK_ROCKSDB_CLASS, var], f"Spark's change feed of {var} is empty"
+        assert feeds[rockstate.PROVIDER_CLASS, var] == feeds[SPARK_ROCKSDB_CLASS, var], var
 
 
 def test_a_truncated_spark_changelog_is_an_error(checkpoints, tmp_path: Path):
@@ -614,7 +615,7 @@ def test_spark_providers_row_checksums_are_read_as_spark_reads_them(spark, workd
     """Spark's own provider with row checksums puts a header before each value (the offset
     log records the setting): the offline reader checks and opens every value, and reads
     what Spark's reader reads, in changelog checkpointing mode (snapshot plus changelogs)."""
-    run = run_stream(spark, SPARK_ROCKSDB, _aggregate_with_struct_key, _batches(3),
+    run = run_stream(spark, SPARK_ROCKSDB_CLASS, _aggregate_with_struct_key, _batches(3),
                      workdir=workdir, name="spark-checksums", schema=SCHEMA,
                      confs={"spark.sql.streaming.stateStore.rowChecksum.enabled": "true",
                             "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing"

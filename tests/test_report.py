@@ -17,12 +17,13 @@ import pytest
 from pyspark.sql import functions as F
 
 import rockstate
+from rockstate.session.providers import SPARK_ROCKSDB_CLASS
 from rockstate.tools.report import chart_names
 from rockstate.tools.report_data import collect
 from support.browser import distinct_colours, render
 from support.cli import run_cli
 from support.polling import wait_for
-from support.streams import SPARK_ROCKSDB, run_stream
+from support.streams import run_stream
 
 SCHEMA = "key STRING, value INT"
 BATCHES = 10
@@ -83,7 +84,7 @@ def history(sessions, tmp_path_factory) -> Path:
 def spark_history(sessions, tmp_path_factory) -> Path:
     spark = sessions.get("local")
     work = tmp_path_factory.mktemp("report-spark")
-    run = run_stream(spark, SPARK_ROCKSDB, _query, [_rows(b) for b in range(6)], workdir=work,
+    run = run_stream(spark, SPARK_ROCKSDB_CLASS, _query, [_rows(b) for b in range(6)], workdir=work,
                      name="spark", schema=SCHEMA,
                      confs={"spark.sql.streaming.stateStore.rocksdb."
                             "changelogCheckpointing.enabled": "true",

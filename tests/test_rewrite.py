@@ -25,13 +25,13 @@ from rockstate.checkpoint import spark_rocksdb, tws
 from rockstate.checkpoint.location import CheckpointLocation
 from rockstate.checkpoint.rockstate_store_reader import RockstateStoreReader
 from rockstate.checkpoint.spark_rocksdb_reader import SparkRocksDBReader
+from rockstate.session.providers import SPARK_HDFS_CLASS, SPARK_ROCKSDB_CLASS
 from rockstate.session.spark_lines import find
 from rockstate.tools.read import read_state
-from rockstate.tools.rewrite import SPARK_ROCKSDB, migrate, rescale
+from rockstate.tools.rewrite import migrate, rescale
 from support.cli import run_cli
 from support.queries import SCHEMA, events, join, pandas_count_until_timeout, sided
 from support.streams import (
-    HDFS,
     PROVIDER_KEY,
     StreamRun,
     assert_checkpoint_sound,
@@ -75,15 +75,16 @@ CHANGES: dict[str, tuple[str, int, Callable, str, int]] = {
                        lambda spark, ckpt: rescale(spark, ckpt, 7), rockstate.PROVIDER_CLASS, 7),
     "rescale-8-to-3": (rockstate.PROVIDER_CLASS, 8,
                        lambda spark, ckpt: rescale(spark, ckpt, 3), rockstate.PROVIDER_CLASS, 3),
-    "from-hdfs": (HDFS, 4, lambda spark, ckpt: migrate(spark, ckpt, to="rockstate"),
+    "from-hdfs": (SPARK_HDFS_CLASS, 4, lambda spark, ckpt: migrate(spark, ckpt, to="rockstate"),
                   rockstate.PROVIDER_CLASS, 4),
     "from-spark-rocksdb-4-to-7": (
-        SPARK_ROCKSDB, 4, lambda spark, ckpt: migrate(spark, ckpt, to="rockstate", partitions=7),
+        SPARK_ROCKSDB_CLASS, 4,
+        lambda spark, ckpt: migrate(spark, ckpt, to="rockstate", partitions=7),
         rockstate.PROVIDER_CLASS, 7),
     "to-spark-rocksdb-8-to-3": (
         rockstate.PROVIDER_CLASS, 8,
         lambda spark, ckpt: migrate(spark, ckpt, to="spark-rocksdb", partitions=3),
-        SPARK_ROCKSDB, 3),
+        SPARK_ROCKSDB_CLASS, 3),
 }
 
 # The part of the matrix the other Spark lines' leg (dev/test-spark-line) runs as well: every
@@ -122,7 +123,7 @@ def _oracle(spark, workdir: Path, kind: str) -> StreamRun:
     count, and its state is compared without partition ids."""
     if kind not in _oracles:
         build, batches, mode, sources, _ = KINDS[kind]
-        _oracles[kind] = run_stream(spark, HDFS, build, batches, workdir=workdir,
+        _oracles[kind] = run_stream(spark, SPARK_HDFS_CLASS, build, batches, workdir=workdir,
                                     name=f"oracle-{kind}", schema=SCHEMA, output_mode=mode,
                                     sources=sources)
     return _oracles[kind]
@@ -245,7 +246,7 @@ def test_the_old_providers_files_are_moved_aside(tmp_path: Path):
     assert files(retired / "9-0-spark") == set(spark_files)
     assert files(tmp_path / "state" / "0" / "0") == \
         {*rockstate_files, "_metadata/g", "notes.txt"}
-    retire_files_of_other_providers(ckpt, SPARK_ROCKSDB, 10)
+    retire_files_of_other_providers(ckpt, SPARK_ROCKSDB_CLASS, 10)
     assert files(retired / "10-0-rockstate") == set(rockstate_files)
     assert files(tmp_path / "state" / "0" / "0") == {"_metadata/g", "notes.txt"}
     # rockstate's completed checkpoints of versions up to 11 find that store there (verify).
@@ -289,7 +290,7 @@ def _family_rows(checkpoint: Path | str) -> dict[tuple[int, int, str], int]:
     indexes in families of their own, which Spark's state reader does not show."""
     loc = CheckpointLocation(str(checkpoint))
     out = {}
-    if rockstate.provider_class(checkpoint) == SPARK_ROCKSDB:
+    if rockstate.provider_class(checkpoint) == SPARK_ROCKSDB_CLASS:
         for op in loc.operators():
             for reader in SparkRocksDBReader.of_operator(loc, op):
                 version = reader.versions()[-1]
@@ -313,9 +314,9 @@ ROCKSTATE = rockstate.PROVIDER_CLASS
 TWS_CASES = {
     "python-event-time-avro-4-to-7": ("python", "EventTime", ROCKSTATE, 4, ROCKSTATE, 7, "avro"),
     "python-processing-time-from-spark-rocksdb-4-to-7": (
-        "python", "ProcessingTime", SPARK_ROCKSDB, 4, ROCKSTATE, 7, "unsaferow"),
+        "python", "ProcessingTime", SPARK_ROCKSDB_CLASS, 4, ROCKSTATE, 7, "unsaferow"),
     "scala-event-time-to-spark-rocksdb-8-to-3": (
-        "scala", "EventTime", ROCKSTATE, 8, SPARK_ROCKSDB, 3, "unsaferow"),
+        "scala", "EventTime", ROCKSTATE, 8, SPARK_ROCKSDB_CLASS, 3, "unsaferow"),
     "scala-processing-time-8-to-3": (
         "scala", "ProcessingTime", ROCKSTATE, 8, ROCKSTATE, 3, "unsaferow"),
 }
@@ -343,7 +344,7 @@ def test_transform_with_state_rescaled_like_the_oracle(cluster_spark, workdir: P
                           **kwargs)
 
     if not SPARK_LINE.transform_with_state:
-        on_spark = run(SPARK_ROCKSDB, f"{case}-on-spark", before, batches=BATCHES[:1])
+        on_spark = run(SPARK_ROCKSDB_CLASS, f"{case}-on-spark", before, batches=BATCHES[:1])
         _refused(spark, Path(on_spark.checkpoint), "SPARK-54117",
                  lambda s, c: migrate(s, c, to="rockstate", partitions=after))
         return
@@ -355,7 +356,7 @@ def test_transform_with_state_rescaled_like_the_oracle(cluster_spark, workdir: P
         results.append(migrate(spark, str(checkpoint), to=to, partitions=after))
         return checkpoint
 
-    oracle = run(SPARK_ROCKSDB, f"{case}-oracle", after)
+    oracle = run(SPARK_ROCKSDB_CLASS, f"{case}-oracle", after)
     mine = run(start_provider, case, before, restart_at=RESTART_AT, relocate=relocate)
     (result,) = results
     assert (result.partitions_before, result.partitions) == (before, after)
@@ -456,13 +457,13 @@ def test_transform_with_state_fixture_moves_across_providers_on_every_line(spark
                 {(r["key"]["key"], wanted[r["key"]["key"]]) for r in after}, (provider, v)
             assert len(state_rows(spark, checkpoint, stateVarName=v)) == len(after), v
         kinds = {p.name for p in (checkpoint / "state" / "0").glob("[0-9]*/*")}
-        assert not kinds & ({"versions", "sst"} if provider == SPARK_ROCKSDB else {"SSTs"}), \
+        assert not kinds & ({"versions", "sst"} if provider == SPARK_ROCKSDB_CLASS else {"SSTs"}), \
             kinds
 
     assert migrate(spark, str(checkpoint), to="spark-rocksdb", partitions=3).keys > 0
-    assert_moved(SPARK_ROCKSDB, 3)
+    assert_moved(SPARK_ROCKSDB_CLASS, 3)
     rescale(spark, str(checkpoint), 2)
-    assert_moved(SPARK_ROCKSDB, 2)
+    assert_moved(SPARK_ROCKSDB_CLASS, 2)
     if not SPARK_LINE.transform_with_state:
         _refused(spark, checkpoint, "SPARK-54117", lambda s, c: migrate(s, c, to="rockstate"))
         return
@@ -477,11 +478,12 @@ def test_a_rewrite_into_spark_rocksdb_on_every_line(spark, workdir: Path):
     writes a snapshot elsewhere and moves it in (the oracle matrix runs the exit door for every
     operator)."""
     checkpoint = _stopped_query(spark, workdir, "exit", partitions=4)
-    on_spark = _stopped_query(spark, workdir, "on-spark", partitions=4, provider=SPARK_ROCKSDB)
+    on_spark = _stopped_query(spark, workdir, "on-spark", partitions=4,
+                              provider=SPARK_ROCKSDB_CLASS)
     before = _state(spark, on_spark)
-    assert migrate(spark, str(checkpoint), to="spark-rocksdb").provider == SPARK_ROCKSDB
-    assert rockstate.provider_class(checkpoint) == SPARK_ROCKSDB
-    assert rescale(spark, str(on_spark), 3).provider == SPARK_ROCKSDB
+    assert migrate(spark, str(checkpoint), to="spark-rocksdb").provider == SPARK_ROCKSDB_CLASS
+    assert rockstate.provider_class(checkpoint) == SPARK_ROCKSDB_CLASS
+    assert rescale(spark, str(on_spark), 3).provider == SPARK_ROCKSDB_CLASS
     assert rockstate.recorded_confs(on_spark)["spark.sql.shuffle.partitions"] == "3"
     assert _state(spark, on_spark) == before
     assert _misplaced(spark, on_spark, 3) == []

@@ -19,7 +19,8 @@ import pytest
 from pyspark.sql import functions as F
 
 import rockstate
-from rockstate.tools.savepoint import SAVEPOINT_FILE, SAVEPOINT_FORMAT, check_savepoint
+from rockstate.tools.savepoint_check import check_savepoint
+from rockstate.tools.savepoint_manifest import SAVEPOINT_FILE, SAVEPOINT_FORMAT
 from support.queries import BATCHES, SCHEMA, join, sided, total_by_key
 from support.savepoints import Relocation, digest
 from support.sst_packs import join_into_one_pack

@@ -13,8 +13,9 @@ import pytest
 
 import rockstate
 from rockstate.session import spark_lines
+from rockstate.session.providers import SPARK_ROCKSDB_CLASS
 from support.queries import BATCHES, SCHEMA
-from support.streams import SPARK_ROCKSDB, assert_same_as_oracle, run_stream
+from support.streams import assert_same_as_oracle, run_stream
 from support.tws_queries import tally
 
 LINE = spark_lines.find(pyspark.__version__)
@@ -32,7 +33,7 @@ def test_transform_with_state(spark, workdir: Path, api: str, time_mode: str):
         return
     _, mine = assert_same_as_oracle(
         spark, tally(api, time_mode), BATCHES, workdir=workdir, name=name,
-        schema=SCHEMA, oracle_provider=SPARK_ROCKSDB,
+        schema=SCHEMA, oracle_provider=SPARK_ROCKSDB_CLASS,
         # In processing time Spark runs a batch whenever idle (timers may be due), so the
         # query would never be caught up: only batches with data here.
         confs={} if time_mode == "EventTime" else {

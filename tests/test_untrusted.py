@@ -41,7 +41,9 @@ from rockstate.checkpoint.spark_rocksdb_reader import SparkRocksDBReader
 from rockstate.cli import main as cli_main
 from rockstate.encoding import decompress
 from rockstate.errors import CorruptCheckpointError, RockstateError
-from rockstate.tools.savepoint import SAVEPOINT_FILE, check_savepoint
+from rockstate.session.providers import SPARK_HDFS_CLASS
+from rockstate.tools.savepoint_check import check_savepoint
+from rockstate.tools.savepoint_manifest import SAVEPOINT_FILE
 from rockstate.tools.staged_target import StagedTarget
 from support.cli import run_cli
 from support.time_bound import within_seconds
@@ -544,7 +546,7 @@ def test_the_cli_names_another_providers_checkpoint(tmp_path: Path):
     (ckpt / "offsets").mkdir(parents=True)
     (ckpt / "state" / "0" / "0").mkdir(parents=True)
     (ckpt / "state" / "0" / "0" / "1.delta").write_bytes(b"\x00" * 8)
-    provider = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+    provider = SPARK_HDFS_CLASS
     (ckpt / "offsets" / "0").write_text(
         "v1\n" + json.dumps({"conf": {"spark.sql.streaming.stateStore.providerClass": provider}})
         + "\n")

@@ -69,152 +69,72 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+# Every command: its name, what it does, how it runs, and where its arguments are declared
+# (beside the function that runs it). An offline command reads a location with fsspec: its
+# first argument, named here, and its --storage-option.
+_CHECKPOINT = ("location", "the query's checkpointLocation (path or fsspec URL)")
+_SAVEPOINT = ("savepoint", "the savepoint (path or fsspec URL)")
+
+
 def _parser() -> argparse.ArgumentParser:
     """Every command, each with the function that runs it (``args.run``)."""
     parser = argparse.ArgumentParser(prog="rockstate", description="rockstate tools")
     parser.add_argument("--version", action=_Version, nargs=0,
                         help="print rockstate's version, its Spark line and Maven coordinates")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("build", help="compile the JVM shim jar against the installed pyspark"
-                   ).set_defaults(run=_build_command)
-    sub.add_parser("demo", help="run a streaming aggregation on rockstate"
-                   ).set_defaults(run=_demo_command)
-    sub.add_parser("spark-defaults", help="print spark-defaults.conf lines for rockstate"
-                   ).set_defaults(run=_spark_defaults_command)
-    server = sub.add_parser("connect-server", help="run a Spark Connect server that serves "
-                            "rockstate, in the foreground (Ctrl-C stops it)")
-    server.set_defaults(run=_connect_server_command)
-    server.add_argument("--port", type=int, default=15002,
-                        help="the port clients connect to (sc://host:PORT; default 15002)")
-    server.add_argument("--host", default=None,
-                        help="the address it listens on (default 127.0.0.1: this machine only); "
-                             "any other needs a token: Spark's spark.connect.authenticate.token "
-                             "or the SPARK_CONNECT_AUTHENTICATE_TOKEN environment variable, else "
-                             "one is generated and printed")
-    server.add_argument("--master", default="local[*]",
-                        help="where the server's queries run (default: local[*])")
-    server.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                        help="any other Spark conf for the server (repeat it)")
-    server.add_argument("--print", action="store_true", dest="print_only",
-                        help="print the command (and the start-connect-server.sh one that runs "
-                             "it as a daemon) instead of running it")
-    nexmark = sub.add_parser("nexmark", help="run Nexmark's stateful queries on state "
-                             "providers side by side (a Spark job; docs/nexmark.md)")
-    nexmark.set_defaults(run=_nexmark_command)
-    nexmark.add_argument("--queries", default="all",
-                         help="comma-separated queries, or all (default)")
-    nexmark.add_argument("--providers", default="rockstate,rocksdb",
-                         help="comma-separated: rockstate, rocksdb (Spark's, changelog "
-                              "checkpointing on), rocksdb-snapshots, hdfs")
-    nexmark.add_argument("--events", type=_at_least_one, default=1_000_000)
-    nexmark.add_argument("--seed", type=int, default=0, help="picks the events")
-    nexmark.add_argument("--event-rate", type=_at_least_one, default=10_000,
-                         help="events a second of event time (default 10,000, Nexmark's)")
-    nexmark.add_argument("--batch-events", type=_at_least_one,
-                         help="events a batch (default: events / 20)")
-    nexmark.add_argument("--warmup-events", type=int, help="events of an unmeasured first "
-                         "run on every provider (default: events / 10, at most 200,000; 0: "
-                         "none)")
-    nexmark.add_argument("--partitions", type=_at_least_one, default=8,
-                         help="state partitions and generating tasks (default 8)")
-    nexmark.add_argument("--rate", type=float, help="feed this many events a second (a "
-                         "batch each batch-events / rate seconds; default: as fast as Spark "
-                         "goes, Nexmark's Cores x Time)")
-    nexmark.add_argument("--master", default="local[*]")
-    nexmark.add_argument("--checkpoint-root", help="where checkpoints and outputs go (a path "
-                         "or a URL such as s3a://bucket/nexmark; default: a temporary folder)")
-    nexmark.add_argument("--kill-after", type=int, metavar="BATCHES", help="SIGKILL an "
-                         "executor after this many batches and measure the recovery "
-                         "(local-cluster or spark:// master)")
-    nexmark.add_argument("--no-check", action="store_true", help="write no output (a no-op "
-                         "sink, Nexmark's blackhole) and compare nothing")
-    nexmark.add_argument("--no-oracle", action="store_true",
-                         help="compare the providers' outputs, not the batch oracle's")
-    nexmark.add_argument("--json", metavar="FILE", help="write the figures as JSON")
-    nexmark.add_argument("--html", metavar="FILE", help="write the figures as a page")
-    nexmark.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                         help="any other Spark conf (repeat it)")
-    for name, text in (("inspect", "list a checkpoint's stores, versions and snapshots"),
-                       ("verify", "check every file a checkpoint's versions need; exit 1 on a "
-                                  "problem")):
-        p = _offline(sub, name, text, _checkpoint_command)
-        p.add_argument("--json", action="store_true", help="print JSON for scripts")
-        if name == "verify":
-            _expect_digest(p)
-    read = _offline(sub, "read", "print an operator's state (key, value, partition)",
-                    _state_command)
-    read.add_argument("--operator", type=int, default=0)
-    read.add_argument("--store", default="default")
-    read.add_argument("--version", type=int, help="state version (default: the newest)")
-    read.add_argument("--partitions", help="comma-separated partition ids (default: all)")
-    read.add_argument("--limit", type=int, default=20, help="rows to print (0: all)")
-    read.add_argument("--state-var", help="a transformWithState operator's state variable")
-    read.add_argument("--json", action="store_true", help="one JSON object per row")
-    read.add_argument("--workers", type=_at_least_one, help="processes that read a local "
-                      "checkpoint's partitions (default: one per CPU; 1: this process)")
-    changes = _offline(sub, "changes", "print the changes batches made to an operator's "
-                                       "state (Spark's change feed)", _changes_command)
-    changes.add_argument("--operator", type=int, default=0)
-    changes.add_argument("--store", default="default")
-    changes.add_argument("--from", dest="from_batch", type=int, default=0,
-                         help="first batch (default: 0)")
-    changes.add_argument("--to", dest="to_batch", type=int,
-                         help="last batch (default: the newest every partition committed)")
-    changes.add_argument("--partitions", help="comma-separated partition ids (default: all)")
-    changes.add_argument("--limit", type=int, default=20, help="rows to print (0: all)")
-    changes.add_argument("--json", action="store_true", help="one JSON object per row")
-    export = _offline(sub, "export", "write every operator's state as parquet datasets",
-                      _state_command)
-    _target(export, "dest", "where to write (path or fsspec URL)")
-    export.add_argument("--version", type=int, help="state version (default: the newest)")
-    report = _offline(sub, "report", "write the checkpoint history as one HTML page with "
-                                     "charts (opens with no network)", _report_command)
-    report.add_argument("-o", "--output", default="rockstate-report.html",
-                        help="the HTML file to write (default: rockstate-report.html)")
-    save = _offline(sub, "savepoint", "copy a query's checkpoint at its newest committed batch "
-                                      "to a self-contained, checked savepoint",
-                    _savepoint_command)
-    _target(save, "target", "where to write it (new; path or fsspec URL)")
-    restore = _offline(sub, "restore", "make a new checkpoint location from a savepoint (the "
-                                       "savepoint is only read)", _restore_command,
-                       location=("savepoint", "the savepoint (path or fsspec URL)"))
-    _target(restore, "target", "the new checkpointLocation to start the query with")
-    restore.add_argument("--keep-query-id", action="store_true",
-                         help="keep the saved query's id (default: a new id, so forks and the "
-                              "original can run side by side)")
-    _expect_digest(restore)
-    for name, text in (("rescale", "rewrite a stopped query's state for a new number of "
-                                   "shuffle partitions (runs a Spark job)"),
-                       ("migrate", "move a stopped query's state to another state store "
-                                   "provider, optionally rescaling it (runs a Spark job)")):
+    commands: tuple[tuple[str, str, Callable[..., int], Callable[[Any], None] | None,
+                          tuple[str, str] | None], ...] = (
+        ("build", "compile the JVM shim jar against the installed pyspark", _build_command,
+         None, None),
+        ("demo", "run a streaming aggregation on rockstate", _demo_command, None, None),
+        ("spark-defaults", "print spark-defaults.conf lines for rockstate",
+         _spark_defaults_command, None, None),
+        ("connect-server", "run a Spark Connect server that serves rockstate, in the "
+         "foreground (Ctrl-C stops it)", _connect_server_command, _connect_server_arguments,
+         None),
+        ("nexmark", "run Nexmark's stateful queries on state providers side by side (a Spark "
+         "job; docs/nexmark.md)", _nexmark_command, _nexmark_arguments, None),
+        ("inspect", "list a checkpoint's stores, versions and snapshots", _checkpoint_command,
+         _inspect_arguments, _CHECKPOINT),
+        ("verify", "check every file a checkpoint's versions need; exit 1 on a problem",
+         _checkpoint_command, _verify_arguments, _CHECKPOINT),
+        ("read", "print an operator's state (key, value, partition)", _state_command,
+         _read_arguments, _CHECKPOINT),
+        ("changes", "print the changes batches made to an operator's state (Spark's change "
+         "feed)", _changes_command, _changes_arguments, _CHECKPOINT),
+        ("export", "write every operator's state as parquet datasets", _state_command,
+         _export_arguments, _CHECKPOINT),
+        ("report", "write the checkpoint history as one HTML page with charts (opens with no "
+         "network)", _report_command, _report_arguments, _CHECKPOINT),
+        ("savepoint", "copy a query's checkpoint at its newest committed batch to a "
+         "self-contained, checked savepoint", _savepoint_command, _savepoint_arguments,
+         _CHECKPOINT),
+        ("restore", "make a new checkpoint location from a savepoint (the savepoint is only "
+         "read)", _restore_command, _restore_arguments, _SAVEPOINT),
+        ("rescale", "rewrite a stopped query's state for a new number of shuffle partitions "
+         "(runs a Spark job)", _rewrite_command, _rescale_arguments, None),
+        ("migrate", "move a stopped query's state to another state store provider, "
+         "optionally rescaling it (runs a Spark job)", _rewrite_command, _migrate_arguments,
+         None),
+    )
+    for name, text, run, arguments, reads in commands:
         p = sub.add_parser(name, help=text)
-        p.set_defaults(run=_rewrite_command)
-        p.add_argument("location", help="the query's checkpointLocation, as Spark reads it")
-        if name == "migrate":
-            p.add_argument("--to", required=True, choices=["rockstate", "spark-rocksdb"],
-                           help="the provider the query continues on")
-        p.add_argument("--partitions", type=int, required=name == "rescale",
-                       help="the new number of shuffle partitions")
-        p.add_argument("--master", default="local[*]",
-                       help="where the Spark job runs (default: local[*]); conf for it goes "
-                            "in spark-defaults.conf or SPARK_CONF_DIR as usual")
+        p.set_defaults(run=run)
+        if reads is not None:
+            _reads(p, *reads)
+        if arguments is not None:
+            arguments(p)
     return parser
 
 
-def _offline(sub: Any, name: str, text: str, run: Callable[..., int],
-             location: tuple[str, str] = (
-                 "location", "the query's checkpointLocation (path or fsspec URL)"),
-             ) -> argparse.ArgumentParser:
-    """A command that reads a location with fsspec: its argument and its storage options."""
-    p = sub.add_parser(name, help=text)
-    p.set_defaults(run=run)
-    p.add_argument(location[0], help=location[1])
+def _reads(p: argparse.ArgumentParser, name: str, text: str) -> None:
+    """An offline command's location argument and its storage options."""
+    p.add_argument(name, help=text)
     p.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
                    dest="storage_options",
-                   help=f"an fsspec option for the {location[0]}'s file system (repeat it; a "
+                   help=f"an fsspec option for the {name}'s file system (repeat it; a "
                         "VALUE that is JSON is read as JSON, e.g. anon=true or "
                         "client_kwargs='{\"endpoint_url\": \"http://...\"}')")
-    return p
 
 
 def _target(p: argparse.ArgumentParser, name: str, text: str) -> None:
@@ -275,6 +195,41 @@ def _demo_command(args: argparse.Namespace, rest: list[str]) -> int:
     return demo_main(rest)
 
 
+def _nexmark_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--queries", default="all", help="comma-separated queries, or all (default)")
+    p.add_argument("--providers", default="rockstate,spark-rocksdb-changelog",
+                   help="comma-separated: rockstate, spark-rocksdb-changelog (Spark's RocksDB "
+                        "provider, changelog checkpointing on), spark-rocksdb (its defaults), "
+                        "spark-hdfs (rockstate.session.providers)")
+    p.add_argument("--events", type=_at_least_one, default=1_000_000)
+    p.add_argument("--seed", type=int, default=0, help="picks the events")
+    p.add_argument("--event-rate", type=_at_least_one, default=10_000,
+                   help="events a second of event time (default 10,000, Nexmark's)")
+    p.add_argument("--batch-events", type=_at_least_one,
+                   help="events a batch (default: events / 20)")
+    p.add_argument("--warmup-events", type=int, help="events of an unmeasured first run on "
+                   "every provider (default: events / 10, at most 200,000; 0: none)")
+    p.add_argument("--partitions", type=_at_least_one, default=8,
+                   help="state partitions and generating tasks (default 8)")
+    p.add_argument("--rate", type=float, help="feed this many events a second (a batch each "
+                   "batch-events / rate seconds; default: as fast as Spark goes, Nexmark's "
+                   "Cores x Time)")
+    p.add_argument("--master", default="local[*]")
+    p.add_argument("--checkpoint-root", help="where checkpoints and outputs go (a path or a URL "
+                   "such as s3a://bucket/nexmark; default: a temporary folder)")
+    p.add_argument("--kill-after", type=int, metavar="BATCHES", help="SIGKILL an executor after "
+                   "this many batches and measure the recovery (local-cluster or spark:// "
+                   "master)")
+    p.add_argument("--no-check", action="store_true", help="write no output (a no-op sink, "
+                   "Nexmark's blackhole) and compare nothing")
+    p.add_argument("--no-oracle", action="store_true",
+                   help="compare the providers' outputs, not the batch oracle's")
+    p.add_argument("--json", metavar="FILE", help="write the figures as JSON")
+    p.add_argument("--html", metavar="FILE", help="write the figures as a page")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="any other Spark conf (repeat it)")
+
+
 def _nexmark_command(args: argparse.Namespace, rest: list[str]) -> int:
     import tempfile
 
@@ -283,10 +238,10 @@ def _nexmark_command(args: argparse.Namespace, rest: list[str]) -> int:
     from rockstate.nexmark.benchmark import parse_queries, run_benchmark, table, write_json
     from rockstate.nexmark.config import NexmarkConfig
     from rockstate.nexmark.page import write_page
-    from rockstate.nexmark.providers import parse
     from rockstate.nexmark.run import RunPlan
     from rockstate.session import local_cluster
     from rockstate.session.configure import configure
+    from rockstate.session.providers import parse
 
     try:
         queries, providers = parse_queries(args.queries), parse(args.providers)
@@ -337,6 +292,23 @@ def _spark_defaults_command(args: argparse.Namespace, rest: list[str]) -> int:
     return 0
 
 
+def _connect_server_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--port", type=int, default=15002,
+                   help="the port clients connect to (sc://host:PORT; default 15002)")
+    p.add_argument("--host", default=None,
+                   help="the address it listens on (default 127.0.0.1: this machine only); any "
+                        "other needs a token: Spark's spark.connect.authenticate.token or the "
+                        "SPARK_CONNECT_AUTHENTICATE_TOKEN environment variable, else one is "
+                        "generated and printed")
+    p.add_argument("--master", default="local[*]",
+                   help="where the server's queries run (default: local[*])")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="any other Spark conf for the server (repeat it)")
+    p.add_argument("--print", action="store_true", dest="print_only",
+                   help="print the command (and the start-connect-server.sh one that runs it "
+                        "as a daemon) instead of running it")
+
+
 def _connect_server_command(args: argparse.Namespace, rest: list[str]) -> int:
     from rockstate.session.connect_server import TOKEN_ENV, ConnectServer, shell_line, spark_home
     from rockstate.session.jar import jar_path
@@ -378,7 +350,7 @@ def _require_state(location: CheckpointLocation) -> None:
     """An offline command given a location with no state it can read says so and fails,
     rather than printing nothing and succeeding."""
     from rockstate.checkpoint import spark_rocksdb
-    from rockstate.tools.savepoint import is_savepoint
+    from rockstate.tools.savepoint_manifest import is_savepoint
 
     if location.stores() or is_savepoint(location) or any(
             spark_rocksdb.partitions(location, op, "default") for op in location.operators()):
@@ -397,6 +369,10 @@ def _require_state(location: CheckpointLocation) -> None:
                          "RocksDBStateStoreProvider.")
 
 
+def _savepoint_arguments(p: argparse.ArgumentParser) -> None:
+    _target(p, "target", "where to write it (new; path or fsspec URL)")
+
+
 def _savepoint_command(args: argparse.Namespace, rest: list[str]) -> int:
     from rockstate.tools.savepoint import savepoint
 
@@ -410,8 +386,16 @@ def _savepoint_command(args: argparse.Namespace, rest: list[str]) -> int:
     return 0
 
 
+def _restore_arguments(p: argparse.ArgumentParser) -> None:
+    _target(p, "target", "the new checkpointLocation to start the query with")
+    p.add_argument("--keep-query-id", action="store_true",
+                   help="keep the saved query's id (default: a new id, so forks and the "
+                        "original can run side by side)")
+    _expect_digest(p)
+
+
 def _restore_command(args: argparse.Namespace, rest: list[str]) -> int:
-    from rockstate.tools.savepoint import restore
+    from rockstate.tools.restore import restore
 
     restore(args.savepoint, args.target, new_query_id=not args.keep_query_id,
             storage_options=_options(args.storage_options),
@@ -419,6 +403,23 @@ def _restore_command(args: argparse.Namespace, rest: list[str]) -> int:
     print(f"{args.target} restored from {args.savepoint}; start the query with it as its "
           "checkpointLocation")
     return 0
+
+
+def _rescale_arguments(p: argparse.ArgumentParser, required: bool = True) -> None:
+    p.add_argument("location", help="the query's checkpointLocation, as Spark reads it")
+    p.add_argument("--partitions", type=int, required=required,
+                   help="the new number of shuffle partitions")
+    p.add_argument("--master", default="local[*]",
+                   help="where the Spark job runs (default: local[*]); conf for it goes in "
+                        "spark-defaults.conf or SPARK_CONF_DIR as usual")
+
+
+def _migrate_arguments(p: argparse.ArgumentParser) -> None:
+    from rockstate.session.providers import ROCKSTATE, SPARK_ROCKSDB
+
+    _rescale_arguments(p, required=False)
+    p.add_argument("--to", required=True, choices=[ROCKSTATE, SPARK_ROCKSDB],
+                   help="the provider the query continues on")
 
 
 def _rewrite_command(args: argparse.Namespace, rest: list[str]) -> int:
@@ -443,8 +444,17 @@ def _rewrite_command(args: argparse.Namespace, rest: list[str]) -> int:
     return 0
 
 
+def _inspect_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print JSON for scripts")
+
+
+def _verify_arguments(p: argparse.ArgumentParser) -> None:
+    _inspect_arguments(p)
+    _expect_digest(p)
+
+
 def _checkpoint_command(args: argparse.Namespace, rest: list[str]) -> int:
-    from rockstate.tools.savepoint import is_savepoint, read_savepoint
+    from rockstate.tools.savepoint_manifest import is_savepoint, read_savepoint
 
     location = _location(args)
     _require_state(location)
@@ -498,6 +508,23 @@ def _checkpoint_command(args: argparse.Namespace, rest: list[str]) -> int:
     return 0 if report.ok else 1
 
 
+def _read_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--operator", type=int, default=0)
+    p.add_argument("--store", default="default")
+    p.add_argument("--version", type=int, help="state version (default: the newest)")
+    p.add_argument("--partitions", help="comma-separated partition ids (default: all)")
+    p.add_argument("--limit", type=int, default=20, help="rows to print (0: all)")
+    p.add_argument("--state-var", help="a transformWithState operator's state variable")
+    p.add_argument("--json", action="store_true", help="one JSON object per row")
+    p.add_argument("--workers", type=_at_least_one, help="processes that read a local "
+                   "checkpoint's partitions (default: one per CPU; 1: this process)")
+
+
+def _export_arguments(p: argparse.ArgumentParser) -> None:
+    _target(p, "dest", "where to write (path or fsspec URL)")
+    p.add_argument("--version", type=int, help="state version (default: the newest)")
+
+
 def _state_command(args: argparse.Namespace, rest: list[str]) -> int:
     from rockstate.checkpoint import spark_rocksdb
     from rockstate.tools.read import export, read_state, table_rows
@@ -536,6 +563,18 @@ def _state_command(args: argparse.Namespace, rest: list[str]) -> int:
     return 0
 
 
+def _changes_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--operator", type=int, default=0)
+    p.add_argument("--store", default="default")
+    p.add_argument("--from", dest="from_batch", type=int, default=0,
+                   help="first batch (default: 0)")
+    p.add_argument("--to", dest="to_batch", type=int,
+                   help="last batch (default: the newest every partition committed)")
+    p.add_argument("--partitions", help="comma-separated partition ids (default: all)")
+    p.add_argument("--limit", type=int, default=20, help="rows to print (0: all)")
+    p.add_argument("--json", action="store_true", help="one JSON object per row")
+
+
 def _changes_command(args: argparse.Namespace, rest: list[str]) -> int:
     from rockstate.tools.changes import read_changes
     from rockstate.tools.read import table_rows
@@ -556,6 +595,11 @@ def _changes_command(args: argparse.Namespace, rest: list[str]) -> int:
     print(f"{table.num_rows} changes" + (f", {len(shown)} shown" if len(shown) < table.num_rows
                                           else ""), file=sys.stderr)
     return 0
+
+
+def _report_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-o", "--output", default="rockstate-report.html",
+                   help="the HTML file to write (default: rockstate-report.html)")
 
 
 def _report_command(args: argparse.Namespace, rest: list[str]) -> int:

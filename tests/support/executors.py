@@ -11,8 +11,9 @@ from pathlib import Path
 from pyspark.sql import functions as F
 
 import rockstate
+from rockstate.session.providers import SPARK_HDFS_CLASS
 from support.polling import wait_for
-from support.streams import HDFS, assert_checkpoint_sound, assert_same_outputs, run_stream
+from support.streams import assert_checkpoint_sound, assert_same_outputs, run_stream
 
 SCHEMA = "key STRING, value INT, ts TIMESTAMP"
 
@@ -49,8 +50,8 @@ def run_with_executor_kill(spark, workdir: Path, name: str, n: int, kill_before:
     ``confs`` apply to rockstate's run only; ``checkpoint`` puts its checkpoint at that URL."""
     app_id = spark.sparkContext.applicationId
     batches = _batches(n)
-    oracle = run_stream(spark, HDFS, _build, batches, workdir=workdir, name=f"{name}-oracle",
-                        schema=SCHEMA)
+    oracle = run_stream(spark, SPARK_HDFS_CLASS, _build, batches, workdir=workdir,
+                        name=f"{name}-oracle", schema=SCHEMA)
     killed: list[int] = []
 
     def kill_before_batch(i: int) -> None:

@@ -14,8 +14,8 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
-HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
-SPARK_ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+from rockstate.session.providers import SPARK_HDFS_CLASS
+
 PROVIDER_KEY = "spark.sql.streaming.stateStore.providerClass"
 
 
@@ -202,7 +202,7 @@ def assert_same_as_oracle(spark, build, batches, *, workdir: Path, name: str, sc
                           checkpoint_root: str | None = None,
                           storage_options: dict | None = None,
                           rockstate_confs: dict[str, str] | None = None,
-                          oracle_provider: str = HDFS,
+                          oracle_provider: str = SPARK_HDFS_CLASS,
                           relocate: Callable[[Any, Path | str], Path | str] | None = None):
     """Runs the query on the oracle (HDFSBackedStateStoreProvider unless told) and on
     rockstate; both must agree.

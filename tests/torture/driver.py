@@ -23,12 +23,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from rockstate.session import local_cluster
+from rockstate.session.providers import PROVIDERS
 from support.testkit_jar import testkit_jar
 from torture import queries
 from torture.queries import SCHEMA, STATE_READS, build
 
-HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
-SPARK_ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 PROVIDER_KEY = "spark.sql.streaming.stateStore.providerClass"
 
 
@@ -70,8 +69,7 @@ def session(spec: dict, master: str):
     # rockstate's jar and plugin in every run, whichever provider the spec names.
     spark = rockstate.configure(b, **spec.get("settings", {})).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    provider = {"rockstate": rockstate.PROVIDER_CLASS, "hdfs": HDFS,
-                "spark-rocksdb": SPARK_ROCKSDB}[spec["provider"]]
+    provider = PROVIDERS[spec["provider"]][0]
     spark.conf.set(PROVIDER_KEY, provider)
     return spark
 

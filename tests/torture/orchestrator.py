@@ -21,6 +21,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rockstate.session.providers import (
+    PROVIDERS,
+    ROCKSTATE,
+    SPARK_HDFS,
+    SPARK_ROCKSDB_CHANGELOG,
+)
 from torture.outside import FAULTS as OUTSIDE_FAULTS
 from torture.outside import Outside
 from torture.queries import KINDS, batch_rows
@@ -38,7 +44,7 @@ POINTS = {
         "between-cleanup-phases": ("delete", r"/state/.*/versions/\d+-[^/]+\.rsv$", "after"),
         "mid-download": ("open", r"/state/.*/(sst|versions)/", "before"),
     },
-    "spark-rocksdb": {
+    SPARK_ROCKSDB_CHANGELOG: {
         "commit-before-manifest": ("rename", r"/state/.*/\d+\.(changelog|zip)$", "before"),
         "commit-after-manifest": ("rename", r"/state/.*/\d+\.(changelog|zip)$", "after"),
         "mid-snapshot-upload": ("create", r"/state/.*/SSTs/[^/]+\.sst$", "after"),
@@ -150,12 +156,11 @@ def _spec(root: Path, provider: str, master: str, kinds, plan: Path | None,
           oracle: Path | None = None, outside: dict | None = None,
           settings: dict | None = None) -> Path:
     settings = {"snapshotInterval": 2, "orphanFileGraceMs": GRACE_MS, **(settings or {})} \
-        if provider == "rockstate" else {}
-    confs = {"spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true"} \
-        if provider == "spark-rocksdb" else {}
+        if provider == ROCKSTATE else {}
+    confs = {} if provider == ROCKSTATE else PROVIDERS[provider][1]
     spec = {"root": str(root), "provider": provider, "master": master, "kinds": list(kinds),
             "plan": str(plan) if plan else "", "settings": settings, "confs": confs,
-            "retain": 1000 if provider == "hdfs" else 4,
+            "retain": 1000 if provider == SPARK_HDFS else 4,
             "oracle": str(oracle) if oracle else ""}
     if outside:  # the standalone cluster and the S3 server (torture/outside.py)
         spec.update({k: v for k, v in outside.items() if k not in ("confs", "master")})
@@ -206,7 +211,8 @@ def run_oracle(work: Path, seed: int, cycles: int, kinds=KINDS) -> Path:
     root = work / "oracle"
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
-    driver = Driver(_spec(root, "hdfs", "local[2]", kinds, None), root, root / "driver.log")
+    driver = Driver(_spec(root, SPARK_HDFS, "local[2]", kinds, None), root,
+                    root / "driver.log")
     driver.start()
     try:
         for b in range(cycles):

@@ -120,7 +120,7 @@ class RockstateStoreReader(StoreReader):
         snapshot that had landed when it was committed; the snapshot of that very version (or
         of one in its chain) lands after, and its manifest's state id is the exact version file
         it was taken from. Replaying a load's changelog instead held every key it wrote (a
-        64M-key load: 5.1M keys a partition, 25 s and 2.3 GB to read one, stop 57)."""
+        64M-key load: 5.1M keys a partition, 25 s and 2.3 GB to read one)."""
         if m.format_version == 1 or not m.changelogs:
             return None
         lineage = {c.version: c.path for c in m.changelogs}  # the versions after its snapshot

@@ -21,7 +21,7 @@ MIN_LIMIT_BYTES = 64 << 20
 # What one file may expand to at most, whatever its size: the most a Python reader holds.
 MAX_BYTES = 1 << 30
 # Bytes decompressed at a time: a read asks for its whole size up front, and the bound of a
-# 12 MB changelog is 50 GB (a 64M-key load's changelog failed with MemoryError, stop 57).
+# 12 MB changelog is 50 GB (a 64M-key load's changelog failed with MemoryError).
 CHUNK_BYTES = 16 << 20
 
 

@@ -11,16 +11,16 @@ from typing import TYPE_CHECKING, Any
 
 from rockstate.nexmark import compare
 from rockstate.nexmark.config import NexmarkConfig
-from rockstate.nexmark.providers import PROVIDERS
 from rockstate.nexmark.queries import NOT_EXPRESSIBLE, QUERIES
 from rockstate.nexmark.run import RunFigures, RunPlan, run_query
+from rockstate.session.providers import PROVIDERS
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from pyspark.sql import SparkSession
 
-    from rockstate.nexmark.providers import ProviderSpec
+    from rockstate.session.providers import ProviderSpec
 
 
 @dataclass(frozen=True)

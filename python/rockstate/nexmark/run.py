@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 import fsspec
 
 from rockstate.nexmark.processes import is_local, task_jvms, tree_cpu_seconds
-from rockstate.nexmark.providers import PROVIDERS
 from rockstate.nexmark.source import IndexStream
 from rockstate.nexmark.views import stream_views
+from rockstate.session.providers import PROVIDERS
 from rockstate.session.spark_conf import PROVIDER_KEY
 
 if TYPE_CHECKING:
@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from rockstate.nexmark.config import NexmarkConfig
-    from rockstate.nexmark.providers import ProviderSpec
     from rockstate.nexmark.queries import Query
+    from rockstate.session.providers import ProviderSpec
 
 @dataclass(frozen=True)
 class RunFigures:

@@ -250,7 +250,7 @@ def compile_jar(files: list[Path], jar: Path, manifest_text: str,
             raise BuildError(
                 "rockstate: the Scala compiler failed:\n" + result.stdout + result.stderr
             )
-        tmp_jar = jar.with_name(jar.name + ".tmp")
+        tmp_jar = jar.with_name(f"{jar.name}.{os.getpid()}.tmp")  # two builds may race
         with zipfile.ZipFile(tmp_jar, "w", zipfile.ZIP_DEFLATED) as z:
             z.writestr("META-INF/MANIFEST.MF", manifest_text)
             for path in sorted(classes.rglob("*.class")):

@@ -26,7 +26,7 @@ def configure(builder: SparkSession.Builder, **settings: object) -> SparkSession
 
     Adds the shim jar to ``spark.jars``, sets the state store provider and the plugin, and
     passes ``settings`` as ``spark.sql.streaming.stateStore.rockstate.<name>`` (for example
-    ``blockCacheSizeMB=256``). Call it before ``getOrCreate()``. If this Python process
+    ``rocksdbMemoryMB=256``). Call it before ``getOrCreate()``. If this Python process
     already started a JVM without rockstate (a session made and stopped earlier), the jar is
     added to it for the next context; if a context without rockstate is still running, it
     raises :class:`RockstateSetupError` at once, since Spark fixes a running context's jars.

@@ -6,8 +6,10 @@ system opens with (credentials, endpoint), as fsspec takes them. Making one read
 method opens the location and does what the free function of the same job does: the free
 functions (``rockstate.read_state``, ``rockstate.verify``, ...) are that method's function
 form, with their own parameter names kept, and each method calls its function, so there is one
-implementation. A method that writes somewhere else takes that place as ``location`` (or
-``dest``) with its own ``storage_options``, and returns the handle of what it made.
+implementation. The handles are the documented API and speak one vocabulary: the handle's own
+place is its ``location`` (opened with ``storage_options``); a method that writes somewhere
+else takes that place as ``target``, opened with ``target_options``, and returns the handle of
+what it made.
 
 The two handles make each other (a checkpoint's savepoint, a savepoint's restored checkpoint),
 so they share this module: two modules would import each other.
@@ -24,7 +26,16 @@ from rockstate.checkpoint import offsets
 from rockstate.checkpoint.location import DEFAULT_STORE, CheckpointLocation, open_location
 from rockstate.errors import RockstateError
 from rockstate.live import view
-from rockstate.tools import changes, read, report, rewrite, savepoint, verify
+from rockstate.tools import (
+    changes,
+    read,
+    report,
+    restore,
+    rewrite,
+    savepoint,
+    savepoint_manifest,
+    verify,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -33,7 +44,7 @@ if TYPE_CHECKING:
 
     from rockstate.checkpoint.model import CheckpointRecord, QueryCheckpoints
     from rockstate.tools.rewrite import RewriteResult
-    from rockstate.tools.savepoint import SavepointManifest
+    from rockstate.tools.savepoint_manifest import SavepointManifest
     from rockstate.tools.verify import VerifyReport
 
 
@@ -94,15 +105,15 @@ class Checkpoint:
                                     to_batch=to_batch, partitions=partitions, store=store,
                                     storage_options=self.storage_options)
 
-    def export(self, dest: str, format: str = "parquet", version: int | None = None,
+    def export(self, target: str, format: str = "parquet", version: int | None = None,
                progress: Callable[[str], None] | None = None,
-               storage_options: dict[str, Any] | None = None) -> list[str]:
-        """Every operator's state as parquet datasets under ``dest`` (a path or fsspec URL,
-        opened with ``storage_options``); returns the datasets' paths. Function form:
+               target_options: dict[str, Any] | None = None) -> list[str]:
+        """Every operator's state as parquet datasets under ``target`` (a path or fsspec URL,
+        opened with ``target_options``); returns the datasets' paths. Function form:
         ``rockstate.export(location, dest, ..., dest_options=...)``."""
-        return read.export(self.location, dest, format=format, version=version,
+        return read.export(self.location, target, format=format, version=version,
                            progress=progress, storage_options=self.storage_options,
-                           dest_options=storage_options)
+                           dest_options=target_options)
 
     def verify(self, progress: Callable[[str], None] | None = None) -> VerifyReport:
         """Checks every file each version and completed checkpoint needs (a savepoint's location
@@ -111,10 +122,12 @@ class Checkpoint:
         return verify.verify(self.location, progress=progress,
                              storage_options=self.storage_options)
 
-    def report(self, path: str | Path, progress: Callable[[str], None] | None = None) -> Path:
-        """Writes the checkpoint history as one HTML page to ``path`` and returns it. Function
-        form: ``rockstate.report(location, path)`` (which also takes a running query)."""
-        return report.report(self.location, path, progress=progress,
+    def report(self, target: str | Path,
+               progress: Callable[[str], None] | None = None) -> Path:
+        """Writes the checkpoint history as one HTML page to the local file ``target`` and
+        returns it. Function form: ``rockstate.report(location, path)`` (which also takes a
+        running query)."""
+        return report.report(self.location, target, progress=progress,
                              storage_options=self.storage_options)
 
     def checkpoints(self) -> QueryCheckpoints:
@@ -139,18 +152,18 @@ class Checkpoint:
         ``rockstate.provider_class(location)``."""
         return offsets.provider_class(self.location, storage_options=self.storage_options)
 
-    def savepoint(self, location: str | os.PathLike[str], *,
-                  storage_options: dict[str, Any] | None = None,
+    def savepoint(self, target: str | os.PathLike[str], *,
+                  target_options: dict[str, Any] | None = None,
                   progress: Callable[[str], None] | None = None) -> Savepoint:
-        """Writes a savepoint of the newest committed batch to ``location`` (new, or an empty
-        directory; opened with ``storage_options``) and returns its handle, whose
+        """Writes a savepoint of the newest committed batch to ``target`` (new, or an empty
+        directory; opened with ``target_options``) and returns its handle, whose
         :meth:`Savepoint.manifest` is the listing as written: keep its ``digest``. Function
         form: ``rockstate.savepoint(location, target, ..., target_options=...)``, which
         returns that manifest."""
-        written = savepoint.savepoint(self.location, _location_text(location, "Savepoint"),
+        written = savepoint.savepoint(self.location, _location_text(target, "Savepoint"),
                                       progress=progress, storage_options=self.storage_options,
-                                      target_options=storage_options)
-        return Savepoint._as_written(written, storage_options)
+                                      target_options=target_options)
+        return Savepoint._as_written(written, target_options)
 
     def rescale(self, spark: Any, partitions: int) -> RewriteResult:
         """Rewrites the stopped query's state for ``partitions`` shuffle partitions, as a Spark
@@ -196,7 +209,8 @@ class Savepoint:
         ``rockstate.read_savepoint(location)``."""
         if self._written is not None:
             return self._written
-        return savepoint.read_savepoint(self.location, storage_options=self.storage_options)
+        return savepoint_manifest.read_savepoint(self.location,
+                                                 storage_options=self.storage_options)
 
     def verify(self, expect_digest: str | None = None) -> VerifyReport:
         """Checks every file it lists against its size and hash, every store's version
@@ -206,20 +220,20 @@ class Savepoint:
         checks a checkpoint location too; this handle refuses one."""
         return verify.verify(self._opened(), expect_digest=expect_digest)
 
-    def restore(self, location: str | os.PathLike[str], *,
-                storage_options: dict[str, Any] | None = None, new_query_id: bool = True,
+    def restore(self, target: str | os.PathLike[str], *,
+                target_options: dict[str, Any] | None = None, new_query_id: bool = True,
                 expect_digest: str | None = None) -> Checkpoint:
-        """Makes ``location`` (new, or an empty directory; opened with ``storage_options``) a
+        """Makes ``target`` (new, or an empty directory; opened with ``target_options``) a
         copy of the savepoint, checked first, and returns its handle: start the query with it
         as its checkpointLocation. ``new_query_id`` and ``expect_digest`` as
         ``rockstate.restore``, its function form (``restore(savepoint_url, checkpoint, ...,
         target_options=...)``)."""
-        restored = savepoint.restore(self.location, _location_text(location, "Checkpoint"),
-                                     new_query_id=new_query_id,
-                                     storage_options=self.storage_options,
-                                     target_options=storage_options,
-                                     expect_digest=expect_digest)
-        return Checkpoint(restored, storage_options)
+        restored = restore.restore(self.location, _location_text(target, "Checkpoint"),
+                                   new_query_id=new_query_id,
+                                   storage_options=self.storage_options,
+                                   target_options=target_options,
+                                   expect_digest=expect_digest)
+        return Checkpoint(restored, target_options)
 
     def read(self, operator: int = 0, partitions: list[int] | None = None,
              store: str = DEFAULT_STORE, progress: Callable[[str], None] | None = None,
@@ -233,9 +247,9 @@ class Savepoint:
     def _opened(self) -> CheckpointLocation:
         """The location, opened; one that holds no ``_savepoint.json`` is refused."""
         loc = open_location(self.location, self.storage_options)
-        if not savepoint.is_savepoint(loc):
+        if not savepoint_manifest.is_savepoint(loc):
             raise RockstateError(
-                f"{loc.url} is not a savepoint: it has no {savepoint.SAVEPOINT_FILE} (a "
+                f"{loc.url} is not a savepoint: it has no {savepoint_manifest.SAVEPOINT_FILE} (a "
                 "savepoint still being written has none yet). A checkpoint location is read "
                 "with rockstate.Checkpoint(location).")
         return loc

@@ -31,9 +31,9 @@ from rockstate.checkpoint.model import CheckpointRecord, QueryCheckpoints
 from rockstate.checkpoint.offsets import provider_class
 from rockstate.checkpoint.paths import is_number
 from rockstate.errors import CorruptCheckpointError
+from rockstate.session.providers import SPARK_ROCKSDB
 
 ROCKSTATE = "rockstate"
-SPARK_ROCKSDB = "spark-rocksdb"
 OTHER = "other"
 
 Progress = Callable[[Iterable], Iterable]

@@ -37,14 +37,20 @@ from rockstate.checkpoint.model import version_of_batch
 from rockstate.checkpoint.paths import is_number
 from rockstate.checkpoint.writable_location import WritableLocation
 from rockstate.errors import CorruptCheckpointError, RockstateError
+from rockstate.session.providers import (
+    PROVIDERS,
+    ROCKSTATE,
+    SPARK_HDFS_CLASS,
+    SPARK_ROCKSDB,
+    SPARK_ROCKSDB_CLASS,
+)
 from rockstate.session.spark_conf import PROVIDER_CLASS, PROVIDER_KEY
 
 SHUFFLE_PARTITIONS_KEY = "spark.sql.shuffle.partitions"
-SPARK_ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-SPARK_HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 
-# Providers a rewrite can write, by the names the API and CLI take.
-TARGETS = {"rockstate": PROVIDER_CLASS, "spark-rocksdb": SPARK_ROCKSDB}
+# Providers a rewrite can write, by their names in the provider table: a class each (the
+# checkpoint keeps its own confs).
+TARGETS = {name: PROVIDERS[name][0] for name in (ROCKSTATE, SPARK_ROCKSDB)}
 
 # Stateful operators whose state a rewrite moves, by the name Spark records in the operator
 # metadata.
@@ -151,7 +157,7 @@ def rewrite(spark: Any, checkpoint: str, *, partitions: int | None = None,
     read_batch, batch, resumed = _batches(ckpt, partitions, provider)
     confs = ckpt.confs(read_batch)
     before_n = int(confs.get(SHUFFLE_PARTITIONS_KEY, "0"))
-    before_provider = confs.get(PROVIDER_KEY, SPARK_HDFS)
+    before_provider = confs.get(PROVIDER_KEY, SPARK_HDFS_CLASS)
     n = partitions if partitions is not None else before_n
     target = provider if provider is not None else before_provider
     if target not in TARGETS.values():
@@ -272,7 +278,7 @@ def _refuse_unmovable_families(spark: Any, ckpt: WritableLocation, stores: list[
             "provider reads; a rewrite moves unsaferow or avro state (nothing was written).")
     if (provider, target) == (PROVIDER_CLASS, PROVIDER_CLASS):
         return
-    if provider not in (PROVIDER_CLASS, SPARK_ROCKSDB):
+    if provider not in (PROVIDER_CLASS, SPARK_ROCKSDB_CLASS):
         raise RockstateError(f"{what}; rockstate moves such state from rockstate or Spark's "
                              "RocksDB provider only (nothing was written).")
     line = find(spark.version)

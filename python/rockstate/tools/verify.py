@@ -30,7 +30,8 @@ from rockstate.checkpoint.rockstate_store_reader import stage_snapshot
 from rockstate.checkpoint.staged_snapshot import staged_snapshot
 from rockstate.encoding import row_checksum
 from rockstate.errors import CorruptCheckpointError, MissingCheckpointFileError, RockstateError
-from rockstate.tools.savepoint import is_savepoint, read_checked
+from rockstate.tools.savepoint_check import read_checked
+from rockstate.tools.savepoint_manifest import is_savepoint
 
 
 @dataclass(frozen=True)
