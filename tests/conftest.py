@@ -86,7 +86,7 @@ class Sessions:
             builder = builder.config(key, value)
         builder = self.s3.configure(builder)  # both add to spark.jars
         self.session = rockstate.configure(
-            builder, blockCacheSizeMB=32, snapshotInterval=2).getOrCreate()
+            builder, rocksdbMemoryMB=32, snapshotInterval=2).getOrCreate()
         self.session.sparkContext.setLogLevel("ERROR")
         self.kind = kind
         return self.session

@@ -1,7 +1,9 @@
 """Nexmark on Spark: the generator follows Nexmark's model and is a pure function of the seed
-and the index; every stateful query Spark can express gives its oracle's output (Flink's SQL
-over a batch of the same events) on rockstate, across a stop and restart and across an executor
-SIGKILL; the runner's CLI writes its table and JSON, comparing two providers' outputs."""
+and the index; queries give their oracle's output (Flink's SQL over a batch of the same events)
+on rockstate across a stop and restart and across an executor SIGKILL; the runner's CLI writes
+its table and JSON, comparing two providers' outputs. Every query against its oracle is in the
+long tier (tests/long/test_nexmark_every_query.py): each one's operators run here in
+tests/test_operators.py, each against its own oracle."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from rockstate.nexmark.views import batch_views
 CONFIG = NexmarkConfig(events=20_000, event_rate=1_000)
 
 
-def _plan(workdir, **kw) -> RunPlan:
+def plan_in(workdir, **kw) -> RunPlan:
     return RunPlan(root=str(workdir), batch_events=5_000, partitions=2, **kw)
 
 
@@ -52,26 +54,9 @@ def test_events_follow_nexmark_and_regenerate_from_seed_and_index(spark):
     assert other.exceptAll(v.bid).count() > 40_000
 
 
-def test_every_query_equals_its_oracle_on_rockstate(spark, workdir):
-    # The oracle is Flink's SQL over a batch of the same events, not a provider: rockstate's
-    # output equal to it is the property. (Spark's RocksDB provider gives the same output:
-    # `rockstate nexmark` compares every provider it runs; the CLI test below runs two.)
-    queries = parse_queries("all")
-    assert set(queries) >= {"q3", "q4", "q5", "q7", "q8", "q9", "q11", "q17", "q18", "q19",
-                            "q20"}
-    result = run_benchmark(spark, queries, ["rockstate"], CONFIG, _plan(workdir))
-    for o in result.outcomes:
-        assert o.oracle_equal, (o.query, o.differences)
-        (run,) = o.runs
-        assert run.output_rows > 0, o.query
-        assert run.batches == 5 and run.checkpoint_files > 0, o.query
-    # The state operators held state (the runs were stateful, not pass-throughs).
-    assert all(r.state_rows_peak > 0 for o in result.outcomes for r in o.runs)
-
-
 @pytest.mark.parametrize("query", ["q4", "q19"])
 def test_a_stop_and_restart_keeps_the_oracles_output(spark, workdir, query):
-    result = run_benchmark(spark, [query], ["rockstate"], CONFIG, _plan(workdir, stop_after=2))
+    result = run_benchmark(spark, [query], ["rockstate"], CONFIG, plan_in(workdir, stop_after=2))
     outcome = result.outcomes[0]
     assert outcome.oracle_equal, outcome.differences
 
@@ -80,7 +65,7 @@ def test_an_executor_sigkill_keeps_the_oracles_output_and_is_timed(cluster_spark
     # q9 (a join, then an aggregation); the torture suite kills executors under
     # applyInPandasWithState, q18's operator.
     result = run_benchmark(cluster_spark, ["q9"], ["rockstate"], CONFIG,
-                           _plan(workdir, kill_after=2))
+                           plan_in(workdir, kill_after=2))
     for o in result.outcomes:
         assert o.oracle_equal, (o.query, o.differences)
         assert o.runs[0].recovery_s is not None and o.runs[0].recovery_s > 0
@@ -114,7 +99,7 @@ def test_the_cli_prints_the_table_and_writes_json_and_a_page(spark, workdir, cap
     page = workdir / "q7.html"
     code = cli.main(["nexmark", "--queries", "q7", "--events", "20000", "--event-rate", "1000",
                      "--batch-events", "5000", "--partitions", "2", "--master", "local[2]",
-                     "--providers", "rockstate,hdfs", "--checkpoint-root", str(workdir / "r"),
+                     "--providers", "rockstate,spark-hdfs", "--checkpoint-root", str(workdir / "r"),
                      "--json", str(out), "--html", str(page), "--warmup-events", "0"])
     assert code == 0
     printed = capsys.readouterr().out
@@ -122,7 +107,7 @@ def test_the_cli_prints_the_table_and_writes_json_and_a_page(spark, workdir, cap
     data = json.loads(out.read_text())
     (q7,) = data["queries"]
     assert q7["providers_equal"] and q7["oracle_equal"]
-    assert [r["provider"] for r in q7["runs"]] == ["rockstate", "hdfs"]
+    assert [r["provider"] for r in q7["runs"]] == ["rockstate", "spark-hdfs"]
     assert all(r["cpu_s"] > 0 and r["batches"] == 5 for r in q7["runs"])
     assert "q15" in data["not_expressible"]
     assert "Plotly" in page.read_text() and "Cores x Time" in page.read_text()
@@ -132,6 +117,6 @@ def test_the_cli_prints_the_table_and_writes_json_and_a_page(spark, workdir, cap
 def test_a_run_writes_its_output_once_per_batch_with_the_noop_sink_writing_none(spark,
                                                                                  workdir):
     figures = run_query(spark, QUERIES["q7"], "rockstate", CONFIG,
-                        _plan(workdir, keep_output=False))
+                        plan_in(workdir, keep_output=False))
     assert figures.output_rows is None and figures.batches == 5
     assert not (workdir / "output").exists()
