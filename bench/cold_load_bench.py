@@ -42,7 +42,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from provider_bench import (
+from kit import (
     feed,
     read_whole,
     requests_between,

@@ -36,7 +36,7 @@ from pathlib import Path
 
 # The floor's name and class, and its jar (the test kit's, compiled for the installed Spark
 # line), as provider_bench.py has them.
-from provider_bench import floor_jar
+from kit import floor_jar
 from rockstate.session.providers import FLOOR, ROCKSTATE, SPARK_ROCKSDB_CHANGELOG
 
 COMPARED = (ROCKSTATE, SPARK_ROCKSDB_CHANGELOG)  # beside the floor, unless --providers says

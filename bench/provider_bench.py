@@ -80,32 +80,45 @@ stores open:
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import re
 import shutil
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
-# The tests' support code (the S3 server, executor JVMs), for this process and its children.
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-
-# Run only when named in --providers.
+from kit import (
+    BatchSample,
+    cpu_by_thread,
+    cpu_seconds,
+    executor_jvms,
+    feed,
+    file_kind,
+    floor_jar,
+    interval_seconds,
+    kill_an_executor,
+    median_run,
+    open_files,
+    peak_rss_bytes,
+    read_whole,
+    requests_between,
+    run_child,
+    s3_requests,
+    settle,
+    start_s3_server,
+    state_files,
+    summary,
+    with_s3_conf,
+    write_input,
+)
 from rockstate.session.providers import FLOOR, FLOOR_CLASS, PROVIDERS
 
+# Run only when named in --providers.
 OPT_IN = {"spark-rocksdb-changelog-bounded", FLOOR}  # beside the default providers
-
-# rockstate's custom metrics of a batch's block reads (``rockstate`` + each name).
-BLOCK_READS = ("BlockCacheHits", "BlocksRead", "IndexBlocksRead", "FilterBlocksRead",
-               "BlockBytesRead")
-
 
 def _conf_pair(text: str) -> str:
     """A ``--conf`` argument, checked to be KEY=VALUE when the command line is parsed."""
@@ -113,148 +126,6 @@ def _conf_pair(text: str) -> str:
     if not sep or not key.strip():
         raise argparse.ArgumentTypeError(f"{text!r}: give KEY=VALUE")
     return text
-
-
-def write_input(src: Path, keys: int, changed: int, batches: int) -> list[Path]:
-    """One Parquet file a batch: the first holds every key, each later one ``changed`` keys.
-
-    Keys are built by Arrow in chunks and written a row group at a time, so 64M keys need
-    no more than a chunk's memory here."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    chunk = 1 << 20
-    schema = pa.schema([("key", pa.string()), ("value", pa.int32())])
-    files = []
-    for b in range(batches):
-        if b == 0:
-            spans = [(lo, min(keys, lo + chunk)) for lo in range(0, keys, chunk)]
-        else:
-            start = (b * changed * 7) % keys
-            spans = [(lo, min(changed, lo + chunk)) for lo in range(0, changed, chunk)]
-        path = src.parent / "staged" / f"batch-{b:04d}.parquet"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with pq.ParquetWriter(path, schema) as writer:
-            for lo, hi in spans:
-                ids = pa.array(range(lo, hi), pa.int64())
-                if b > 0:
-                    ids = pc.remainder(pc.add(ids, start), keys)
-                text = pc.utf8_lpad(pc.cast(ids, pa.string()), 8, "0")
-                key = pc.binary_join_element_wise("key-", text, "")
-                value = pa.array([b] * (hi - lo), pa.int32())
-                writer.write_table(pa.table([key, value], schema=schema))
-        files.append(path)
-    return files
-
-
-def feed(staged: Path, src: Path) -> int:
-    """Puts one batch's file into the running query's source folder whole, and returns its
-    rows. A copy in place is listed while it grows: Spark then splits the file by the length
-    it listed, reads only the row groups that start within it, and the batch silently holds
-    part of the input (a 64M-key load of one run held 40.9M keys). The file source
-    skips names starting with a dot, so the copy is made under one and renamed in."""
-    import pyarrow.parquet as pq
-
-    hidden = src / f".{staged.name}.tmp"
-    shutil.copy(staged, hidden)
-    hidden.rename(src / staged.name)
-    return pq.ParquetFile(staged).metadata.num_rows
-
-
-def read_whole(progress: dict, expected: int, batch: int) -> None:
-    """Stops the bench unless the batch's progress counts every row its file holds."""
-    if progress["numInputRows"] != expected:
-        raise SystemExit(f"batch {batch} read {progress['numInputRows']:,} rows of the "
-                         f"{expected:,} in its file; its figures would not be comparable.")
-
-
-def state_files(checkpoint: Path | str) -> dict[str, int]:
-    """Files under the checkpoint's state/ directory (local, or an s3a:// URL) and sizes."""
-    if str(checkpoint).startswith("s3a://"):
-        fs = s3_filesystem()
-        root = s3_key(str(checkpoint)) + "/state"
-        fs.invalidate_cache()
-        return {p: int(i["size"]) for p, i in fs.find(root, detail=True).items()} \
-            if fs.exists(root) else {}
-    root = Path(checkpoint) / "state"
-    out = {}
-    for p in root.rglob("*"):
-        if p.is_file() and not p.name.endswith(".crc"):
-            out[str(p)] = p.stat().st_size
-    return out
-
-
-def interval_seconds(text: str) -> float:
-    """Spark's duration string as the bench passes it (``200ms``, ``2s``, ``1min``), in seconds."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|min|m)?\s*", text)
-    if not m:
-        raise SystemExit(f"--maintenance-interval {text!r}: give a duration such as 200ms or 2s")
-    return float(m.group(1)) * {"ms": 0.001, "s": 1.0, "min": 60.0, "m": 60.0}[m.group(2) or "ms"]
-
-
-def settle(checkpoint: Path | str, maintenance_s: float, limit_s: float = 60.0) -> float:
-    """Waits until the files in ``state/`` stop changing for three maintenance intervals (at
-    least 1.5 s), at most ``limit_s``; returns the seconds waited. Both providers write some
-    files after the last batch (snapshots, their cleanup), and "after maintenance" means after
-    that work, for both alike."""
-    began = time.monotonic()
-    quiet = max(3 * maintenance_s, 1.5)
-    last, since = state_files(checkpoint), time.monotonic()
-    while time.monotonic() - began < limit_s:
-        time.sleep(min(0.5, quiet / 3))
-        now = state_files(checkpoint)
-        if now != last:
-            last, since = now, time.monotonic()
-        elif time.monotonic() - since >= quiet:
-            break
-    return time.monotonic() - began
-
-
-def _kind(path: str) -> str:
-    """A state file's kind, by the suffix of its name (``sst``, ``zip``, ``changelog``,
-    rockstate's ``rsv`` version files and ``json`` manifests); ``other`` for a name without
-    one (Spark's operator metadata and schema files)."""
-    name = path.rsplit("/", 1)[-1]
-    return name.rsplit(".", 1)[-1] if "." in name else "other"
-
-
-def peak_rss_bytes(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) * 1024
-    return 0
-
-
-def stat_fields(stat: Path) -> list[str]:
-    """The fields of a /proc ``stat`` file after the command (which may hold spaces and
-    parentheses): state first, then ppid, pgrp, session, ..."""
-    return stat.read_text().rsplit(")", 1)[1].split()
-
-
-def _stat_cpu_seconds(stat: Path) -> float:
-    """User plus system CPU time from a /proc ``stat`` file (a process's or one thread's)."""
-    fields = stat_fields(stat)
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    """CPU time of a process, every thread (native ones too) included."""
-    return _stat_cpu_seconds(Path(f"/proc/{pid}/stat"))
-
-
-def cpu_by_thread(pid: int) -> dict[str, float]:
-    """CPU seconds of a process's live threads, grouped by name with digits dropped."""
-    out: dict[str, float] = {}
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            comm = (task / "comm").read_text().strip()
-            seconds = _stat_cpu_seconds(task / "stat")
-        except OSError:  # the thread ended
-            continue
-        group = "".join(c for c in comm if not c.isdigit()).strip(" -#_")
-        out[group] = out.get(group, 0.0) + seconds
-    return out
 
 
 def run_one(name: str, args: argparse.Namespace) -> dict:
@@ -319,23 +190,16 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
     watcher = (rockstate.on_checkpoint_complete(spark, completed.append, poll_seconds=0.2)
                if provider == rockstate.PROVIDER_CLASS else None)
     seen: dict[str, int] = {}
-    phases: list[dict] = []
-    every: list[int] = []
-    starts: list[str] = []  # each batch's trigger time (ISO, UTC), to line up with a profile
-    written, commits, task_bytes, durations, rows, millis = [], [], [], [], 0, 0
-    state_ms: list[dict[str, int]] = []
+    samples: list[BatchSample] = []
     pid = spark.sparkContext._gateway.proc.pid
-    cpu = []
-    batch_requests: list[dict[str, int]] = []
-    block_reads: list[dict[str, int]] = []
-    pinned: list[int] = []
+    diagnostics = spark._jvm.io.rockstate.plugin.LocalDiagnostics
     in_process_cache = provider == rockstate.PROVIDER_CLASS and args.master.startswith("local[")
     recovery: dict = {}
     steady_threads: dict[str, float] = {}
     for i, f in enumerate(staged):
         if i == 1:  # the first batch loads every key: the steady state's CPU counts from here
             steady_threads = cpu_by_thread(pid)
-        cpu.append(cpu_seconds(pid))
+        cpu_before = cpu_seconds(pid)
         before = s3_requests()
         killed_at = kill_an_executor(spark) if i == args.kill_before else None
         expected = feed(f, src)
@@ -352,35 +216,17 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
                         "downloaded_mb": round(custom_k.get("rockstateBytesDownloaded", 0)
                                                / 2**20, 1)}
         read_whole(p, expected, i)
-        cpu[-1] = cpu_seconds(pid) - cpu[-1]
-        batch_requests.append(requests_between(s3_requests(), before))
+        cpu = cpu_seconds(pid) - cpu_before
         now = state_files(checkpoint)
         new_bytes = sum(size for path, size in now.items() if seen.get(path) != size)
         seen = now
-        custom = p["stateOperators"][0].get("customMetrics", {})
-        if i > 0:  # the first batch loads the whole state; later ones are the steady state
-            written.append(new_bytes)
-            commits.append(p["stateOperators"][0]["commitTimeMs"])
-            task_bytes.append(custom.get("rockstateCommitBytes", 0))
-            durations.append(p["durationMs"]["triggerExecution"])
-            phases.append(p["durationMs"])
-            # The state operators' own time, summed over their tasks (Spark's progress): what
-            # a provider can take off a batch, against what the rest of the query costs.
-            state_ms.append({k: sum(op.get(f"{k}TimeMs", 0) for op in p["stateOperators"])
-                             for k in STATE_TIMES})
-        # What each batch's reads cost in RocksDB blocks (rockstate reports it; Spark's
-        # provider reports its own figures under other names): a cache too small for the
-        # state's index and filters shows as index and filter blocks read again and again.
-        block_reads.append({k: custom.get(f"rockstate{k}", 0) for k in BLOCK_READS})
         # In local mode the executor is this JVM: what of rockstate's cache is pinned (the
         # memtables' reservations, pinned index and filter blocks, blocks being read). A
         # cache pinned near its capacity keeps no data block between two reads.
-        if in_process_cache:
-            pinned.append(spark._jvm.io.rockstate.plugin.LocalDiagnostics.pinnedCacheBytes())
-        rows += p["numInputRows"]
-        millis += p["durationMs"]["triggerExecution"]
-        every.append(p["durationMs"]["triggerExecution"])
-        starts.append(p["timestamp"])
+        samples.append(BatchSample.of(p, cpu, new_bytes,
+                                      requests_between(s3_requests(), before),
+                                      diagnostics.pinnedCacheBytes() if in_process_cache
+                                      else None))
     checkpoints = {}
     if watcher is not None:
         # Let the last snapshots finish and be acknowledged before the query stops.
@@ -407,7 +253,6 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
     # the executor (the shared block cache, memtables charged to it) against its bound; in
     # local mode the executor is this JVM.
     state_memory = p["stateOperators"][0].get("memoryUsedBytes", 0)
-    diagnostics = spark._jvm.io.rockstate.plugin.LocalDiagnostics
     rocksdb_memory = diagnostics.rocksdbMemoryUsedBytes() if in_process_cache else 0
     # Where each store's SSTs are and how they got there (local mode: this JVM's stores):
     # bytes compactions wrote against bytes they moved down whole, by level.
@@ -418,54 +263,31 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
     left = state_files(checkpoint)
     result = {
         "provider": name,
-        "rows_per_s": rows / (millis / 1000.0),
-        "commit_p50_ms": statistics.median(commits),
-        "commit_p95_ms": sorted(commits)[max(0, round(0.95 * len(commits)) - 1)],
-        "batch_p50_ms": statistics.median(durations),
-        # The JVM's CPU time per batch, every thread: background work competes with tasks.
-        "cpu_p50_s": statistics.median(cpu[1:]),
+        **summary(samples),
         # Every batch after the first, per batch: where the process's CPU went, native
         # threads (RocksDB's flushes and compactions) and the JIT's included.
         "cpu_by_thread_s": dict(sorted(
             ((k, round((v - steady_threads.get(k, 0.0)) / max(1, len(staged) - 1), 3))
              for k, v in threads.items()), key=lambda kv: -kv[1])[:10]),
-        "bytes_per_batch": statistics.mean(written),
         "peak_rss_mb": peak_rss_bytes(pid) / 2**20,
         # local-cluster: every executor JVM's peak, summed (local[N]: the driver's JVM above).
         "executor_rss_mb": sum(peak_rss_bytes(e) for e in executors) / 2**20,
         "open_files": sum(open_files(e) for e in [pid, *executors]),
         "state_memory_mb": state_memory / 2**20,
         "rocksdb_memory_mb": rocksdb_memory / 2**20,
-        # Requests to the object store while each batch ran (the background uploads that
-        # landed in it included; the bench's own listings between batches not): the median
-        # batch after the first, and the sum over every batch.
-        "s3_requests_per_batch": {k: statistics.median(b.get(k, 0) for b in batch_requests[1:])
-                                  for k in sorted({k for b in batch_requests for k in b})},
-        "s3_requests": {k: sum(b.get(k, 0) for b in batch_requests)
-                        for k in sorted({k for b in batch_requests for k in b})},
-        "commit_path_bytes": statistics.mean(task_bytes),
         "state_files": len(left),
         "settled_s": round(settled_s, 1),
         # By kind (the name's suffix): where one provider's extra files are.
-        "state_files_by_kind": dict(sorted(Counter(_kind(path) for path in left).items())),
-        "state_mb_by_kind": {k: round(sum(v for p, v in left.items() if _kind(p) == k) / 2**20, 1)
-                             for k in sorted({_kind(p) for p in left})},
-        # New bytes in state/ after each batch from the second (background uploads land late).
-        "written_mb": [round(b / 2**20, 1) for b in written],
+        "state_files_by_kind": dict(sorted(Counter(file_kind(path) for path in left).items())),
+        "state_mb_by_kind": {k: round(sum(v for p, v in left.items() if file_kind(p) == k)
+                                      / 2**20, 1)
+                             for k in sorted({file_kind(p) for p in left})},
         "state_mb": sum(left.values()) / 2**20,
         "checkpoints": checkpoints,
         "recovery": recovery,
-        # Where a batch's time goes (Spark's durationMs phases, p50 after the first batch).
-        "batches_ms": every,
-        "batch_starts": starts,
-        "block_reads": block_reads,
-        "pinned_mb": [round(b / 2**20, 1) for b in pinned],
         "levels": _level_totals(level_stats),
         "level_stores": len(level_stats),
         "flushes": _flush_totals(level_stats),
-        "phases_p50_ms": {k: statistics.median(d.get(k, 0) for d in phases)
-                          for k in sorted({k for d in phases for k in d})},
-        "state_time_p50_ms": {k: statistics.median(d[k] for d in state_ms) for k in STATE_TIMES},
     }
     local_cluster.stop(spark)  # and what local-cluster's workers left in Spark's home
     return result
@@ -499,157 +321,11 @@ def _summed(stats, kind: str, figures: tuple[str, ...]) -> dict[str, dict[str, f
     return dict(sorted(totals.items()))
 
 
-# A state operator's time in a batch, as Spark's progress names it (`<name>TimeMs`).
-STATE_TIMES = ("allUpdates", "allRemovals", "commit")
-
-
-def _median_run(rs: list[dict]) -> dict:
-    """One provider's runs as one: the median of every number (the last run's lists)."""
-    out = dict(rs[-1])
-    for k, v in rs[-1].items():
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            out[k] = statistics.median(r[k] for r in rs)
-        elif isinstance(v, dict) and all(isinstance(x, (int, float)) for x in v.values()):
-            out[k] = {kk: statistics.median(r[k].get(kk, 0) for r in rs) for kk in v}
-    if len(rs) > 1:
-        out["rows_per_s_runs"] = [round(r["rows_per_s"]) for r in rs]
-    return out
-
-
-def s3_requests() -> dict[str, int]:
-    """The requests the S3 server has served so far, by kind as S3 bills them (PUT, POST, GET,
-    HEAD, LIST, DELETE: tests/support/s3.py counts them as it serves them, from every JVM)."""
-    endpoint = os.environ.get("ROCKSTATE_BENCH_S3_ENDPOINT")
-    if not endpoint:
-        return {}
-    import urllib.request
-
-    from support.s3 import REQUESTS_PATH
-
-    with urllib.request.urlopen(endpoint + REQUESTS_PATH, timeout=30) as response:
-        return json.loads(response.read())
-
-
-def start_s3_server():
-    """Starts the S3 API server (moto, in a child process) and tells this process's children
-    where it is, through the environment: the Spark settings for ``s3a://`` (with its jars),
-    the root of the bench's checkpoints, the fsspec options and the request counter's
-    endpoint. The caller stops it."""
-    from support.s3 import S3Server
-
-    server = S3Server(process=True).start()
-    os.environ["ROCKSTATE_BENCH_SPARK_CONF"] = json.dumps(server.spark_conf())
-    os.environ["ROCKSTATE_BENCH_S3_ROOT"] = server.url("bench")
-    os.environ["ROCKSTATE_BENCH_S3_OPTIONS"] = json.dumps(server.storage_options())
-    os.environ["ROCKSTATE_BENCH_S3_ENDPOINT"] = server.endpoint
-    return server
-
-
-def floor_jar() -> str:
-    """The test kit's jar, which holds the floor provider (compiled for the installed Spark
-    line on first use, then cached: tests/support/testkit_jar.py). The parent builds it once
-    and hands its path to the children."""
-    path = os.environ.get("ROCKSTATE_BENCH_TESTKIT_JAR")
-    if not path:
-        from support.testkit_jar import testkit_jar
-
-        path = str(testkit_jar())
-        os.environ["ROCKSTATE_BENCH_TESTKIT_JAR"] = path
-    return path
-
-
 def store_costs(results: dict[str, dict]) -> dict[str, float]:
     """Each provider's store cost with the floor in the run: its batch p50 minus the floor's
     (what the store adds to a batch over a map in memory that writes nothing)."""
     floor = results[FLOOR]["batch_p50_ms"]
     return {name: r["batch_p50_ms"] - floor for name, r in results.items() if name != FLOOR}
-
-
-def with_s3_conf(builder):
-    """``builder`` with the Spark settings ``start_s3_server`` handed down (none without it)."""
-    for k, v in json.loads(os.environ.get("ROCKSTATE_BENCH_SPARK_CONF", "{}")).items():
-        builder = builder.config(k, v)
-    return builder
-
-
-def s3_storage_options() -> dict:
-    """The fsspec options of the server ``start_s3_server`` started."""
-    return json.loads(os.environ["ROCKSTATE_BENCH_S3_OPTIONS"])
-
-
-def s3_filesystem():
-    """The server ``start_s3_server`` started, as an fsspec file system."""
-    import fsspec
-
-    return fsspec.filesystem("s3", **s3_storage_options())
-
-
-def s3_key(url: str) -> str:
-    """An ``s3a://bucket/key`` URL as fsspec's ``bucket/key``."""
-    return url.removeprefix("s3a://")
-
-
-def requests_between(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
-    """The S3 requests served from ``before`` to ``after`` (two ``s3_requests()``), by kind."""
-    return {k: v - before.get(k, 0) for k, v in after.items()}
-
-
-def kill_an_executor(spark) -> float:
-    """SIGKILLs one executor JVM of a local-cluster application (its worker starts another);
-    returns when, on the monotonic clock."""
-    pids = executor_jvms(spark)
-    if not pids:
-        raise SystemExit("--kill-before needs executor JVMs: --master local-cluster[...]")
-    os.kill(pids[0], signal.SIGKILL)
-    return time.monotonic()
-
-
-def executor_jvms(spark) -> list[int]:
-    """The executor JVMs of a local-cluster application (none for local[N])."""
-    from support.executors import executor_pids
-
-    return executor_pids(spark.sparkContext.applicationId)
-
-
-def open_files(pid: int) -> int:
-    try:
-        return len(os.listdir(f"/proc/{pid}/fd"))
-    except OSError:
-        return 0
-
-
-def _session_alive(sid: int) -> bool:
-    """Whether a process of session `sid` is still running (Linux's /proc)."""
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                fields = stat_fields(Path(f"/proc/{entry}/stat"))
-            except OSError:
-                continue
-            if int(fields[3]) == sid and fields[0] != "Z":
-                return True
-    return False
-
-
-def _run_child(cmd: list[str]) -> tuple[str, str]:
-    """Runs one provider's child and returns its output. The child runs in a session of its
-    own, writing to files rather than pipes: a JVM it leaves behind (once seen at 16M keys,
-    alive and idle after its Python exited) is killed with the session, after a grace, instead
-    of holding the pipes open and the whole bench with them."""
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        child = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=os.environ,
-                                 start_new_session=True)
-        child.wait()
-        # The JVM exits on its own once its Python has (its shutdown hooks run: a Flight
-        # Recorder dump, for one); one still there after the grace is killed.
-        deadline = time.monotonic() + 30
-        while _session_alive(child.pid) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        with contextlib.suppress(ProcessLookupError):  # nothing left in the session
-            os.killpg(child.pid, signal.SIGKILL)
-        out.seek(0)
-        err.seek(0)
-        return out.read(), err.read()
 
 
 def main() -> int:
@@ -715,13 +391,13 @@ def main() -> int:
                "--snapshot-every", str(args.snapshot_every),
                "--checkpoint-format", str(args.checkpoint_format), "--master", args.master,
                "--kill-before", str(args.kill_before), *(f"--conf={c}" for c in args.conf)]
-        stdout, stderr = _run_child(cmd)
+        stdout, stderr = run_child(cmd)
         line = next((ln for ln in stdout.splitlines() if ln.startswith("RESULT ")), None)
         if line is None:
             print(f"{name} failed:\n{stderr[-3000:]}", file=sys.stderr)
             return 1
         runs.setdefault(name, []).append(json.loads(line[len("RESULT "):]))
-    results = {name: _median_run(rs) for name, rs in runs.items()}
+    results = {name: median_run(rs) for name, rs in runs.items()}
     cols = ["rows_per_s", "batch_p50_ms", "cpu_p50_s", "commit_p50_ms", "commit_p95_ms",
             "bytes_per_batch", "state_files", "state_mb", "peak_rss_mb"]
     print(f"keys={args.keys} changed/batch={args.changed} batches={args.batches} "

@@ -31,7 +31,7 @@ import threading
 import time
 from pathlib import Path
 
-from provider_bench import stat_fields, write_input
+from kit import stat_fields, write_input
 from rockstate.session.providers import PROVIDERS
 
 DRIVER_MEMORY = "3g"

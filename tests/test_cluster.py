@@ -39,6 +39,10 @@ def test_killed_executor_restores_state_from_the_checkpoint(cluster_spark, workd
     downloaded = sum(p["stateOperators"][0]["customMetrics"]["rockstateBytesDownloaded"]
                      for p in mine.progress if p["batchId"] >= 3)
     assert downloaded > 0, "the lost partitions should have been restored by download"
+    # The driver forgets the killed executor: what it lists as ready is what Spark runs.
+    live = set(str(cluster_spark.sparkContext._jsc.sc().getExecutorIds().mkString(",")).split(","))
+    wait_for(lambda: {r["executorId"] for r in _ready_executors(cluster_spark)} == live,
+             f"the driver's ready executors to be Spark's live ones {sorted(live)}")
 
 
 @pytest.mark.main_line_only  # rockstate's own protocol: one kill runs on every line

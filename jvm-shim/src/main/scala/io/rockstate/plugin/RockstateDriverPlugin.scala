@@ -9,7 +9,8 @@ import scala.util.control.NonFatal
 import org.apache.spark.SparkContext
 import org.apache.spark.api.plugin.{DriverPlugin, PluginContext}
 import org.apache.spark.internal.Logging
-import org.apache.spark.scheduler.{SparkListener, SparkListenerEvent, SparkListenerJobStart}
+import org.apache.spark.scheduler.{SparkListener, SparkListenerEvent, SparkListenerExecutorRemoved,
+  SparkListenerJobStart}
 import org.apache.spark.sql.streaming.StreamingQueryListener.QueryStartedEvent
 import org.apache.spark.ui.rockstate.RockstateUi
 
@@ -48,6 +49,9 @@ class RockstateDriverPlugin extends DriverPlugin with Logging {
         case e: QueryStartedEvent => coordinator.runStarted(e.runId.toString)
         case _ =>
       }
+      // A lost executor is not ready any more: its replacement reports under a new id.
+      override def onExecutorRemoved(event: SparkListenerExecutorRemoved): Unit =
+        RockstateDriverPlugin.forget(event.executorId)
     })
     // One thread applies every acknowledgement in arrival order and runs the timeouts, so the
     // RPC thread never waits on the file a completion writes.
@@ -112,6 +116,8 @@ object RockstateDriverPlugin {
   def readyExecutorsJson: String = json(readyExecutors)
 
   private[plugin] def record(ready: ExecutorReady): Unit = executors.put(ready.executorId, ready)
+
+  private[plugin] def forget(executorId: String): Unit = executors.remove(executorId)
 
   private def json(value: AnyRef): String =
     CheckpointJson.mapper.writeValueAsString(value)
