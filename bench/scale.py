@@ -8,8 +8,8 @@ the same input, the same run): rockstate and Spark's RocksDB provider in changel
 dimensions, each grown from its first step while the others stay put:
 
 - ``state``: keys in the state (``--sizes``; 200,000 changed a batch, 8 partitions, a snapshot
-  every 2 versions for both providers: the issue tracker's configuration), ``--batches``
-  batches (12: the issue's 6 left five timed batches, and the one or two that follow the
+  every 2 versions for both providers: the targets' configuration), ``--batches``
+  batches (12: six left five timed batches, and the one or two that follow the
   first snapshot, or a compaction of the loaded state, moved their median by a second);
 - ``partitions``: shuffle partitions of a small state (``--partitions``; 20,000 keys);
 - ``executors``: ``local-cluster`` executor JVMs of one core each (``--executors``; 1M keys,

@@ -356,11 +356,11 @@ final class CheckpointCoordinator(
     run.aborted(p.version) = aborted
     while (run.aborted.size > MaxAbortedKept) run.aborted.remove(run.aborted.head._1)
     stats.aborted(countsAsFailure)
-    tell(CheckpointAborted(run.source.queryId, run.source.runId, run.source.checkpointRoot,
-      p.version, p.triggeredAtMs, aborted))
+    val event = CheckpointAborted(run.source.queryId, run.source.runId,
+      run.source.checkpointRoot, p.version, p.triggeredAtMs, aborted)
+    tell(event)
     // Kept for the offline report; the checkpoint protocol never reads it back.
-    try run.files.writeAborted(AbortRecord.of(aborted, run.source.queryId, run.source.runId,
-      p.triggeredAtMs)) catch {
+    try run.files.writeAborted(AbortedCheckpointFile.of(event)) catch {
       case NonFatal(e) => logWarning(s"rockstate: cannot record aborted checkpoint " +
         s"${p.version} at ${run.files.abortedPath(p.version)}", e)
     }

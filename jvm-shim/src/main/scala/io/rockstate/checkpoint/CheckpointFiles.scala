@@ -40,14 +40,15 @@ final class CheckpointFiles(val checkpointRoot: String, hadoopConf: Configuratio
 
   def abortedPath(version: Long): Path = new Path(new Path(dir, "aborted"), s"$version.json")
 
-  /** Records an aborted checkpoint, then drops all but the newest `AbortRecord.Kept` records. */
-  def writeAborted(r: AbortRecord): Unit = {
-    writer.writeAtomic(abortedPath(r.version), AbortRecord.toJson(r))
+  /** Records an aborted checkpoint, then drops all but the newest `AbortedCheckpointFile.Kept`. */
+  def writeAborted(r: AbortedCheckpointFile): Unit = {
+    writer.writeAtomic(abortedPath(r.version), AbortedCheckpointFile.toJson(r))
     val found = Option(fs.globStatus(new Path(new Path(dir, "aborted"), "*.json")))
       .getOrElse(Array.empty)
     val byVersion = found.flatMap(s => s.getPath.getName.stripSuffix(".json").toLongOption
       .map(_ -> s.getPath)).sortBy(_._1)
-    byVersion.dropRight(AbortRecord.Kept).foreach { case (_, path) => fs.delete(path, false) }
+    byVersion.dropRight(AbortedCheckpointFile.Kept)
+      .foreach { case (_, path) => fs.delete(path, false) }
   }
 
   /** Drops a completed checkpoint: its metadata first, so it never looks half there. */

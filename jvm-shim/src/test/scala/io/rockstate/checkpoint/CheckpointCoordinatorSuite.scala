@@ -444,17 +444,17 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach {
 
   test("aborts are recorded for offline reports, newest kept; the stats count every outcome") {
     val c = coordinator(timeoutMs = 1000, tolerable = -1)
-    (1 to AbortRecord.Kept + 2).foreach { i =>
+    (1 to AbortedCheckpointFile.Kept + 2).foreach { i =>
       c.acknowledge(ack(expected.head, 2L * i))
       now += 1001
       c.checkTimeouts()
     }
     val recorded = new File(dir, "rockstate/checkpoints/aborted").list()
       .filterNot(_.endsWith(".crc")).sorted.toSeq
-    val versions = (3 to AbortRecord.Kept + 2).map(i => s"${2 * i}.json")
+    val versions = (3 to AbortedCheckpointFile.Kept + 2).map(i => s"${2 * i}.json")
     assert(recorded == versions.sorted)
     val doc = CheckpointJson.mapper.readTree(
-      new File(dir, s"rockstate/checkpoints/aborted/${2 * (AbortRecord.Kept + 2)}.json"))
+      new File(dir, s"rockstate/checkpoints/aborted/${2 * (AbortedCheckpointFile.Kept + 2)}.json"))
     assert(doc.get("formatVersion").asInt == 1 && doc.get("countsAsFailure").asBoolean)
     assert(doc.get("reason").asText.contains("expired after 1000 ms"))
     assert(doc.get("acknowledged").asInt == 1 && doc.get("expected").asInt == 4)
@@ -464,8 +464,8 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach {
     assert(files.completedVersions().isEmpty)
     completeAll(c, 100)
     assert(c.stats.checkpointsCompleted == 1 && c.stats.lastVersion == 100)
-    assert(c.stats.checkpointsAborted == AbortRecord.Kept + 2)
-    assert(c.stats.checkpointsFailed == AbortRecord.Kept + 2 && c.stats.checkpointsPending == 0)
+    assert(c.stats.checkpointsAborted == AbortedCheckpointFile.Kept + 2)
+    assert(c.stats.checkpointsFailed == AbortedCheckpointFile.Kept + 2 && c.stats.checkpointsPending == 0)
     assert(c.stats.lastStateBytes > 0)
   }
 }
