@@ -7,10 +7,11 @@ Runs ``rockstate nexmark``'s queries (python/rockstate/nexmark) on rockstate, on
 provider (changelog checkpointing on: Nexmark's ``rocksdb``) and on the floor: the test kit's
 benchmark-only provider that keeps each partition's state in a hash map in the JVM and writes
 nothing (``io.rockstate.floor.FloorStateStoreProvider``, jvm-shim/src/testkit; never in the
-user's jar, so it is a bench here and not a ``rockstate nexmark`` provider). All in one
-``local[2]`` application, each query on each provider in turn, ``--repeats`` times (each
-repeat starting with another provider: a query's first run compiles its code); then per query
-the medians over the repeats and each provider's store cost, two ways:
+user's jar, so it is a bench here and not a ``rockstate nexmark`` provider). As ``rockstate
+nexmark`` runs them: each run a ``local[2]`` application of its own after an unmeasured run of
+the same query on the same provider, the providers' order reversed from one repeat to the next,
+``--repeats`` times; then per query the medians over the repeats and each provider's store
+cost, two ways:
 
 - batch: its batch p50 minus the floor's (what the store adds to a batch);
 - Cores x Time: its CPU seconds (Nexmark's metric, the JVM's threads, background ones
@@ -20,7 +21,7 @@ and rockstate's store cost over Spark's (the target: at most 0.3). The providers
 outputs are compared, the floor's included (a floor that computed something else would measure
 nothing): the script exits 1 when they differ. ``--no-check`` writes no output (Spark's ``noop``
 sink) and compares nothing. The floor holds state on the driver's heap (``--driver-memory``,
-4g by default); each query's floor state is dropped once the query has run. ``--providers``
+4g by default), gone with the run's JVM. ``--providers``
 picks the providers beside the floor, ``--conf KEY=VALUE`` adds a Spark conf.
 """
 
@@ -63,64 +64,52 @@ def main() -> int:
     parser.add_argument("--workdir")
     args = parser.parse_args()
 
-    from pyspark.sql import SparkSession
-
-    import rockstate
-    from rockstate.nexmark.benchmark import parse_queries, run_benchmark
+    from rockstate.nexmark.benchmark import parse_queries, run_isolated_benchmark
     from rockstate.nexmark.config import NexmarkConfig
     from rockstate.nexmark.run import RunPlan
+    from rockstate.nexmark.session import nexmark_session
+    from rockstate.session import local_cluster
     from rockstate.session.providers import PROVIDERS, parse
 
     queries = parse_queries(args.queries)
     providers = [*parse(args.providers), FLOOR]
-    catalogue = PROVIDERS
     config = NexmarkConfig(events=args.events)
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="rockstate-nexmark-floor-"))
-    builder = (SparkSession.builder.master("local[2]").appName("nexmark-store-cost")
-               .config("spark.sql.shuffle.partitions", str(args.partitions))
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.driver.memory", args.driver_memory)
-               .config("spark.jars", floor_jar()))
+    confs = {"spark.driver.memory": args.driver_memory, "spark.jars": floor_jar()}
     for conf in args.conf:
         key, _, value = conf.partition("=")
-        builder = builder.config(key, value)
-    spark = rockstate.configure(builder).getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    floor_states = spark.sparkContext._jvm.io.rockstate.floor.FloorStateStoreProvider
+        confs[key] = value
+    plan = RunPlan(root=str(workdir), batch_events=max(1, args.events // 20),
+                   partitions=args.partitions, keep_output=not args.no_check)
+    warmup = (args.warmup_events if args.warmup_events is not None
+              else min(args.events // 10, 200_000))
+    sessions: list = []
+
+    def compare_in():
+        sessions.append(nexmark_session("local[2]", args.partitions, confs))
+        return sessions[-1]
 
     def heard(run) -> None:
-        print(f"  {run.query} on {run.provider}: batch p50 {run.batch_p50_ms:,.0f} ms, "
-              f"{run.cpu_s} CPU s, {run.time_s:.1f} s", flush=True)
-        if run.provider == FLOOR:  # its state stays on the heap until dropped
-            floor_states.forgetAll()
+        print(f"  {run.query} on {run.provider} (run {run.repeat + 1}): batch p50 "
+              f"{run.batch_p50_ms:,.0f} ms, {run.cpu_s} CPU s, {run.time_s:.1f} s", flush=True)
 
-    figures: dict[str, dict[str, list[dict]]] = {q: {p: [] for p in providers} for q in queries}
-    equal = True
     try:
-        for repeat in range(args.repeats):
-            print(f"repeat {repeat + 1} of {args.repeats}", flush=True)
-            root = workdir / f"repeat-{repeat}"
-            plan = RunPlan(root=str(root), batch_events=max(1, args.events // 20),
-                           partitions=args.partitions, keep_output=not args.no_check)
-            warmup = 0 if repeat else (args.warmup_events if args.warmup_events is not None
-                                       else min(args.events // 10, 200_000))
-            # The first provider of a query pays for compiling its code: each repeat starts
-            # with another provider (run_benchmark alternates the order from query to query).
-            shift = repeat % len(providers)
-            order = providers[shift:] + providers[:shift]
-            result = run_benchmark(spark, queries, order, config, plan, oracle=False,
-                                   progress=heard, warmup_events=warmup, catalogue=catalogue)
-            floor_states.forgetAll()  # the warm-up's
-            for outcome in result.outcomes:
-                equal = equal and outcome.providers_equal is not False
-                if outcome.providers_equal is False:
-                    print(f"  {outcome.query}: outputs DIFFER {outcome.differences}", flush=True)
-                for run in outcome.runs:
-                    figures[outcome.query][run.provider].append(run.as_dict())
-            shutil.rmtree(root, ignore_errors=True)
+        result = run_isolated_benchmark(queries, providers, config, plan, "local[2]", confs,
+                                        compare_in, oracle=False, progress=heard,
+                                        warmup_events=warmup, catalogue=PROVIDERS,
+                                        repeats=args.repeats)
     finally:
-        spark.stop()
+        for spark in sessions:
+            local_cluster.stop(spark)
+        if args.workdir is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+    figures = {o.query: {p: [r.as_dict() for r in o.runs_of(p)] for p in providers}
+               for o in result.outcomes}
+    equal = True
+    for outcome in result.outcomes:
+        equal = equal and outcome.providers_equal is not False
+        if outcome.providers_equal is False:
+            print(f"  {outcome.query}: outputs DIFFER {outcome.differences}", flush=True)
     summary = {q: summarize(figures[q]) for q in queries}
     print(table(summary, args))
     if args.json:

@@ -382,7 +382,11 @@ def main() -> int:
     names = args.providers.split(",")
     if FLOOR in names:  # compiled here once (on first use), before any child's clock starts
         floor_jar()
-    for run, name in ((run, name) for run in range(args.repeats) for name in names):
+    # The providers alternate over the repeats (A B, B A, ...): no one always runs first on a
+    # machine the one before it warmed (page cache, CPU frequency).
+    order = [(run, name) for run in range(args.repeats)
+             for name in (names if run % 2 == 0 else list(reversed(names)))]
+    for run, name in order:
         cmd = [sys.executable, __file__, "--child", name, "--run", str(run),
                "--workdir", str(workdir),
                "--keys", str(args.keys), "--changed", str(args.changed),

@@ -94,23 +94,35 @@ def _stream_views(spark, workdir):
     return stream_views(spark, IndexStream(CONFIG.events, 5_000, 2), CONFIG)
 
 
-def test_the_cli_prints_the_table_and_writes_json_and_a_page(spark, workdir, capsys):
+def test_the_cli_runs_each_run_in_its_own_jvm_and_prints_json_and_a_page(spark, workdir,
+                                                                           capsys):
     out = workdir / "q7.json"
     page = workdir / "q7.html"
     code = cli.main(["nexmark", "--queries", "q7", "--events", "20000", "--event-rate", "1000",
                      "--batch-events", "5000", "--partitions", "2", "--master", "local[2]",
                      "--providers", "rockstate,spark-hdfs", "--checkpoint-root", str(workdir / "r"),
-                     "--json", str(out), "--html", str(page), "--warmup-events", "0"])
+                     "--json", str(out), "--html", str(page), "--warmup-events", "2000",
+                     "--repeats", "1"])
     assert code == 0
     printed = capsys.readouterr().out
     assert "| q7 | rockstate |" in printed and "equal, = oracle" in printed
+    assert "Cores x Time by thread group" in printed
     data = json.loads(out.read_text())
+    assert data["isolated"] and data["repeats"] == 1
     (q7,) = data["queries"]
     assert q7["providers_equal"] and q7["oracle_equal"]
-    assert [r["provider"] for r in q7["runs"]] == ["rockstate", "spark-hdfs"]
-    assert all(r["cpu_s"] > 0 and r["batches"] == 5 for r in q7["runs"])
+    runs = q7["runs"]
+    assert [r["provider"] for r in runs] == ["rockstate", "spark-hdfs"]
+    assert all(r["cpu_s"] > 0 and r["batches"] == 5 for r in runs)
+    # Each run had a driver JVM of its own, neither of them this test's.
+    assert len({r["driver_pid"] for r in runs} | {spark.sparkContext._gateway.proc.pid}) == 3
+    # Every run's CPU is accounted for by thread group, the tasks' share among them.
+    for r in runs:
+        groups = r["cpu_by_thread_group"]
+        assert groups["tasks"] > 0 and groups["JIT"] > 0
+        assert abs(sum(groups.values()) - r["cpu_s"]) <= 0.05 * r["cpu_s"] + 0.1
     assert "q15" in data["not_expressible"]
-    assert "Plotly" in page.read_text() and "Cores x Time" in page.read_text()
+    assert "Plotly" in page.read_text() and "Cores x Time by thread group" in page.read_text()
     assert cli.main(["nexmark", "--queries", "q99", "--events", "10"]) == 2
 
 

@@ -207,8 +207,14 @@ def _nexmark_arguments(p: argparse.ArgumentParser) -> None:
                    help="events a second of event time (default 10,000, Nexmark's)")
     p.add_argument("--batch-events", type=_at_least_one,
                    help="events a batch (default: events / 20)")
-    p.add_argument("--warmup-events", type=int, help="events of an unmeasured first run on "
-                   "every provider (default: events / 10, at most 200,000; 0: none)")
+    p.add_argument("--warmup-events", type=int, help="events of the unmeasured run before each "
+                   "measured one, in its JVM (default: events / 10, at most 200,000; 0: none)")
+    p.add_argument("--repeats", type=_at_least_one, default=2,
+                   help="runs of each query on each provider, the providers alternating (A B, "
+                        "B A, ...); the table gives the medians (default 2)")
+    p.add_argument("--same-jvm", action="store_true",
+                   help="run everything in one Spark application, as before each run had its "
+                        "own: quicker, but the order of the runs biases the figures")
     p.add_argument("--partitions", type=_at_least_one, default=8,
                    help="state partitions and generating tasks (default 8)")
     p.add_argument("--rate", type=float, help="feed this many events a second (a batch each "
@@ -235,12 +241,19 @@ def _nexmark_command(args: argparse.Namespace, rest: list[str]) -> int:
 
     from pyspark.sql import SparkSession
 
-    from rockstate.nexmark.benchmark import parse_queries, run_benchmark, table, write_json
+    from rockstate.nexmark.benchmark import (
+        parse_queries,
+        run_benchmark,
+        run_isolated_benchmark,
+        table,
+        thread_table,
+        write_json,
+    )
     from rockstate.nexmark.config import NexmarkConfig
     from rockstate.nexmark.page import write_page
     from rockstate.nexmark.run import RunPlan
+    from rockstate.nexmark.session import nexmark_session
     from rockstate.session import local_cluster
-    from rockstate.session.configure import configure
     from rockstate.session.providers import parse
 
     try:
@@ -252,29 +265,42 @@ def _nexmark_command(args: argparse.Namespace, rest: list[str]) -> int:
     plan = RunPlan(root=root, batch_events=args.batch_events or max(1, args.events // 20),
                    partitions=args.partitions, rate=args.rate, kill_after=args.kill_after,
                    keep_output=not args.no_check)
-    builder = (SparkSession.builder.master(args.master).appName("rockstate-nexmark")
-               .config("spark.sql.shuffle.partitions", str(args.partitions))
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.ui.showConsoleProgress", "false"))
-    for key, value in _key_values(args.conf, "conf").items():
-        builder = builder.config(key, value)
-    ours = SparkSession.getActiveSession() is None  # a caller's session is left running
-    spark = configure(builder).getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    confs = _key_values(args.conf, "conf")
+    warmup = (min(args.events // 10, 200_000) if args.warmup_events is None
+              else args.warmup_events)
     print(f"rockstate nexmark: {', '.join(queries)} on {', '.join(providers)}, "
-          f"{args.events:,} events, in {root}", flush=True)
+          f"{args.events:,} events, {args.repeats} run(s) each"
+          f"{' in one JVM' if args.same_jvm else ', each in a JVM of its own'}, in {root}",
+          flush=True)
+
+    def heard(r) -> None:
+        print(f"  {r.query} on {r.provider} (run {r.repeat + 1}): {r.time_s:.1f} s, "
+              f"{r.cpu_s} CPU s", flush=True)
+
+    ours = SparkSession.getActiveSession() is None  # a caller's session is left running
+    made: list = []
+
+    def session():
+        made.append(nexmark_session(args.master, args.partitions, confs))
+        return made[-1]
+
     try:
-        result = run_benchmark(
-            spark, queries, providers, config, plan, oracle=not args.no_oracle,
-            warmup_events=(min(args.events // 10, 200_000) if args.warmup_events is None
-                           else args.warmup_events),
-            progress=lambda r: print(f"  {r.query} on {r.provider}: {r.time_s:.1f} s, "
-                                     f"{r.cpu_s} CPU s", flush=True))
+        if args.same_jvm:
+            result = run_benchmark(session(), queries, providers, config, plan,
+                                   oracle=not args.no_oracle, warmup_events=warmup,
+                                   progress=heard, repeats=args.repeats)
+        else:
+            result = run_isolated_benchmark(queries, providers, config, plan, args.master,
+                                            confs, session, oracle=not args.no_oracle,
+                                            progress=heard, warmup_events=warmup,
+                                            repeats=args.repeats)
     finally:
-        if ours:
-            local_cluster.stop(spark)  # and what local-cluster's workers left in Spark's home
+        if ours and made:
+            local_cluster.stop(made[-1])  # and what local-cluster's workers left in Spark's home
     text = table(result)
     print(text)
+    print("\nCores x Time by thread group (CPU seconds, medians):")
+    print(thread_table(result))
     if args.json:
         write_json(result, args.json)
     if args.html:

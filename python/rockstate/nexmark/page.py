@@ -20,7 +20,7 @@ def write_page(result: BenchmarkResult, path: str | Path, table_markdown: str) -
         from plotly.offline import get_plotlyjs
     except ImportError:  # pragma: no cover - plotly is an install requirement
         raise RockstateSetupError("the Nexmark page needs plotly: pip install plotly") from None
-    providers = [r.provider for r in result.outcomes[0].runs] if result.outcomes else []
+    providers = result.outcomes[0].providers if result.outcomes else []
     queries = [o.query for o in result.outcomes]
     charts = []
     for key, title, unit in (("cpu_s", "Cores x Time", "CPU seconds"),
@@ -34,6 +34,7 @@ def write_page(result: BenchmarkResult, path: str | Path, table_markdown: str) -
                           margin={"l": 60, "r": 20, "t": 50, "b": 50})
         charts.append(fig.to_html(full_html=False, include_plotlyjs=False,
                                   config={"displaylogo": False, "responsive": True}))
+    charts.append(_thread_chart(go, result))
     c = result.config
     lines = table_markdown.splitlines()
     head = _html_row(lines[0], "th")
@@ -58,7 +59,20 @@ def _html_row(markdown_row: str, cell: str) -> str:
 
 
 def _figure(outcome, provider: str, key: str):
-    for run in outcome.runs:
-        if run.provider == provider:
-            return getattr(run, key)
-    return None
+    return getattr(outcome.median(provider), key) if provider in outcome.providers else None
+
+
+def _thread_chart(go, result: BenchmarkResult) -> str:
+    """Cores x Time by thread group, a stacked bar a query and provider (medians)."""
+    from rockstate.nexmark.threads import ORDER
+
+    bars = [(f"{o.query} {p}", o.median(p).cpu_by_thread_group or {})
+            for o in result.outcomes for p in o.providers]
+    fig = go.Figure([go.Bar(name=g, x=[b for b, _ in bars], y=[m.get(g, 0.0) for _, m in bars])
+                     for g in ORDER if any(g in m for _, m in bars)])
+    fig.update_layout(title="Cores x Time by thread group", yaxis_title="CPU seconds",
+                      barmode="stack", height=420, template="plotly_white",
+                      legend={"orientation": "h", "y": -0.3},
+                      margin={"l": 60, "r": 20, "t": 50, "b": 50})
+    return fig.to_html(full_html=False, include_plotlyjs=False,
+                       config={"displaylogo": False, "responsive": True})

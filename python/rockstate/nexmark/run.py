@@ -15,6 +15,7 @@ import fsspec
 
 from rockstate.nexmark.processes import is_local, task_jvms, tree_cpu_seconds
 from rockstate.nexmark.source import IndexStream
+from rockstate.nexmark.threads import ThreadCpu
 from rockstate.nexmark.views import stream_views
 from rockstate.session.providers import PROVIDERS
 from rockstate.session.spark_conf import PROVIDER_KEY
@@ -48,6 +49,10 @@ class RunFigures:
     checkpoint_bytes: int
     output_rows: int | None  # None: not kept (the no-op sink)
     recovery_s: float | None = None  # an executor SIGKILL to the next batch's end
+    repeat: int = 0  # which of the interleaved runs of this query and provider
+    # cpu_s by what the threads do (rockstate.nexmark.threads), None where cpu_s is
+    cpu_by_thread_group: dict[str, float] | None = None
+    driver_pid: int | None = None  # the driver JVM's process: one a run when isolated
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -77,9 +82,11 @@ class RunPlan:
 
 
 def run_query(spark: SparkSession, query: Query, provider: str, config: NexmarkConfig,
-              plan: RunPlan, catalogue: Mapping[str, ProviderSpec] = PROVIDERS) -> RunFigures:
+              plan: RunPlan, catalogue: Mapping[str, ProviderSpec] = PROVIDERS,
+              repeat: int = 0) -> RunFigures:
     """Runs ``query`` over ``config``'s events on ``provider`` (a name in ``catalogue``)
-    and returns its figures."""
+    and returns its figures; ``repeat`` numbers the runs of the same query and provider
+    (each its own checkpoint and output)."""
     provider_class, confs = catalogue[provider]
     spark.conf.set(PROVIDER_KEY, provider_class)
     spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "1000000")
@@ -87,7 +94,7 @@ def run_query(spark: SparkSession, query: Query, provider: str, config: NexmarkC
     spark.conf.set("spark.sql.session.timeZone", "UTC")
     for key, value in confs.items():
         spark.conf.set(key, value)
-    name = f"{query.name}-{provider}"
+    name = run_name(query.name, provider, repeat)
     source = IndexStream(config.events, plan.batch_events, plan.partitions)
     checkpoint = plan.path("checkpoint", name)
     output = plan.path("output", name)
@@ -128,7 +135,14 @@ def run_query(spark: SparkSession, query: Query, provider: str, config: NexmarkC
         state_rows_peak=max(rows, default=0), state_bytes_peak=max(state_bytes, default=0),
         checkpoint_files=files, checkpoint_bytes=size,
         output_rows=(spark.read.parquet(output).count() if plan.keep_output else None),
-        recovery_s=sampler.recovery_s(progress))
+        recovery_s=sampler.recovery_s(progress), repeat=repeat,
+        cpu_by_thread_group=sampler.threads.by_group(cpu) if cpu is not None else None,
+        driver_pid=spark.sparkContext._gateway.proc.pid)  # type: ignore[union-attr]
+
+
+def run_name(query: str, provider: str, repeat: int = 0) -> str:
+    """The folder name of a run's checkpoint and output."""
+    return f"{query}-{provider}" + (f"-{repeat}" if repeat else "")
 
 
 def _start(spark: SparkSession, query: Query, source: IndexStream, config: NexmarkConfig,
@@ -199,6 +213,7 @@ class _Sampler:
         self.kill_after = kill_after
         self.local = is_local(spark.sparkContext.master)
         self.first: dict[int, float] = {}
+        self.threads = ThreadCpu()
         self.last: dict[int, float] = {}
         self.killed_at: float | None = None  # wall clock, seconds
         self.query = None
@@ -229,8 +244,10 @@ class _Sampler:
                     self._kill()
 
     def _sample(self) -> None:
-        for pid, used in tree_cpu_seconds(task_jvms(self.spark)).items():
+        jvms = task_jvms(self.spark)
+        for pid, used in tree_cpu_seconds(jvms).items():
             self.last[pid] = max(used, self.last.get(pid, 0.0))
+        self.threads.sample(jvms)
 
     def _kill(self) -> None:
         if self.local:
