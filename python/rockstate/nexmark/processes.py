@@ -60,15 +60,28 @@ def tree_cpu_seconds(roots: list[int]) -> dict[int, float]:
     while todo:
         pid = todo.pop()
         f = stats[pid]
-        used[pid] = (int(f[11]) + int(f[12])) / _TICKS
+        used[pid] = cpu_seconds(f)
         todo += children.get(pid, [])
     return used
 
 
 def _stat(pid: int) -> list[str] | None:
     """The fields of /proc/<pid>/stat after the command (state first), or None."""
+    read = read_stat(f"/proc/{pid}/stat")
+    return read[1] if read else None
+
+
+def read_stat(path: str) -> tuple[str, list[str]] | None:
+    """A /proc ``stat`` file (a process's or a thread's): its name, and its fields after the
+    name (state first); None once it is gone. The name may hold spaces and parentheses."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()
+        with open(path) as f:
+            stat = f.read()
     except OSError:
         return None
+    return stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 1:].split()
+
+
+def cpu_seconds(fields: list[str]) -> float:
+    """User plus system CPU seconds from a ``stat`` file's fields (``read_stat``)."""
+    return (int(fields[11]) + int(fields[12])) / _TICKS

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+from rockstate.nexmark.processes import cpu_seconds, read_stat
 
 # (group, name prefixes), the first match wins: the specific rockstate pools come before the
 # rest of rockstate's threads.
@@ -77,13 +77,7 @@ def _threads(pid: int) -> list[tuple[int, str, float]]:
         return []
     out = []
     for tid in tids:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                stat = f.read()
-        except OSError:  # the thread ended
-            continue
-        # "tid (name) state ...": the name may hold spaces and parentheses.
-        name = stat[stat.index("(") + 1:stat.rindex(")")]
-        fields = stat[stat.rindex(")") + 1:].split()
-        out.append((int(tid), name, (int(fields[11]) + int(fields[12])) / _TICKS))
+        read = read_stat(f"/proc/{pid}/task/{tid}/stat")
+        if read:  # else the thread ended
+            out.append((int(tid), read[0], cpu_seconds(read[1])))
     return out
