@@ -4,5 +4,6 @@
 once, kills and pauses executors and the driver at exact points (through the fault-injecting
 ``rsfault://`` file system) and at random moments, then checks every batch's output and every
 retained version's state against an unfaulted oracle run on ``HDFSBackedStateStoreProvider``.
-``bench/torture.py`` is the command line; ``tests/test_torture.py`` runs a short seed in CI.
+``bench/torture.py`` is the command line; ``tests/long/test_torture_every_fault.py`` runs a
+short seed of every fault kind in the long tier.
 """
