@@ -26,6 +26,7 @@ from rockstate.checkpoint.location import CheckpointLocation
 from rockstate.live import view
 from rockstate.tools import (
     changes,
+    forget,
     handles,
     read,
     report,
@@ -33,6 +34,7 @@ from rockstate.tools import (
     rewrite,
     savepoint,
     savepoint_manifest,
+    transform,
     verify,
 )
 from rockstate.tools.savepoint_manifest import SAVEPOINT_FILE, SavepointManifest
@@ -311,6 +313,7 @@ def _record(monkeypatch: pytest.MonkeyPatch, module: Any, name: str, returns: An
 
 
 SPARK = object()
+KEYS = object()  # a DataFrame of keys
 WRITTEN = SavepointManifest(url="memory://handles/sp", batch_id=1, state_version=2,
                             query_id="q", source=LOCATION, created_at="now", files=())
 CK = rockstate.Checkpoint(LOCATION, OPTIONS)
@@ -350,6 +353,12 @@ DELEGATION: list[tuple[str, Callable[[], Any], Any, str, Any, dict[str, Any]]] =
     ("migrate", lambda: CK.migrate(SPARK, "rockstate", 4), rewrite, "migrate", "r",
      {"spark": SPARK, "checkpoint": LOCATION, "to": "rockstate", "partitions": 4,
       "kwargs": {"storage_options": OPTIONS}}),
+    ("forget", lambda: CK.forget(SPARK, KEYS, purge_history=True), forget, "forget", "r",
+     {"spark": SPARK, "checkpoint": LOCATION, "keys": KEYS, "purge_history": True,
+      "storage_options": OPTIONS}),
+    ("transform", lambda: CK.transform(SPARK, 2, _progress), transform, "transform", "r",
+     {"spark": SPARK, "checkpoint": LOCATION, "operator": 2, "fn": _progress,
+      "storage_options": OPTIONS}),
     ("Savepoint.manifest", lambda: SP.manifest(), savepoint_manifest, "read_savepoint", WRITTEN,
      {"location": SAVED, "storage_options": OPTIONS}),
     ("Savepoint.restore", lambda: SP.restore("memory://handles/new", target_options=OTHER,
@@ -437,7 +446,8 @@ def test_the_free_functions_are_aliases_outside_the_documented_api():
     """The handles are the API; the functions that only do a handle's job stay importable
     (rockstate.read_state, ...) but are not in ``__all__``."""
     aliases = {"read_state", "read_changes", "export", "verify", "read_savepoint", "restore",
-               "rescale", "migrate", "recorded_confs", "provider_class"}
+               "rescale", "migrate", "forget", "transform", "recorded_confs",
+               "provider_class"}
     assert not aliases & set(rockstate.__all__)
     assert all(callable(getattr(rockstate, name)) for name in aliases)
 

@@ -74,6 +74,7 @@ def _referenced(checkpoint: Path, kind: str) -> Path:
 def test_inspect_lists_operators_stores_versions_and_snapshots(built: Path):
     summary = CheckpointLocation(str(built)).summary()
     assert summary["operators"] == [0]
+    assert summary["operatorKinds"] == {"0": "stateStoreSave"}  # the ids transform takes
     assert [(s["operator"], s["partition"], s["store"]) for s in summary["stores"]] == \
         [(0, 0, "default"), (0, 1, "default")]
     for s in summary["stores"]:
@@ -204,6 +205,7 @@ def test_cli_verify_and_inspect_run_without_spark(built: Path, copy: Path):
     assert json.loads(ok.stdout)["ok"] is True
     table = cli("inspect", str(built))
     assert table.returncode == 0 and "..6 (" in table.stdout, table.stdout + table.stderr
+    assert "operators 0 (stateStoreSave)" in table.stdout
     _referenced(copy, "sst").unlink()
     bad = cli("verify", str(copy))
     assert bad.returncode == 1 and "PROBLEM" in bad.stdout and "missing" in bad.stdout

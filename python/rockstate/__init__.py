@@ -5,14 +5,15 @@ rockstate state store provider. ``rockstate.Checkpoint(location, storage_options
 handle of a checkpoint location (a path or fsspec URL): ``read`` / ``read_changes`` its state
 and change feed as Arrow, ``export``, ``verify``, ``report`` (its history as one HTML page),
 ``checkpoints`` / ``completed``, ``provider_class``, all without Spark; ``savepoint`` copies it
-to a self-contained savepoint, and ``rescale`` / ``migrate`` rewrite a stopped query's state for
-a new partition count or another state store provider. ``rockstate.Savepoint(location)`` is the
-handle of a savepoint: ``manifest``, ``verify``, ``read``, ``restore`` (a new checkpoint
-location). The handles are the documented API: a handle's own place is its ``location``
-(opened with ``storage_options``), where a method writes is its ``target`` (opened with
-``target_options``). The free functions that do a handle's job (``read_state``,
-``read_changes``, ``export``, ``verify``, ``read_savepoint``, ``restore``, ``rescale``,
-``migrate``, ``recorded_confs``, ``provider_class``) stay as aliases, outside ``__all__``;
+to a self-contained savepoint, ``rescale`` / ``migrate`` rewrite a stopped query's state for a
+new partition count or another state store provider, ``forget`` removes keys from it and
+``transform`` rewrites an operator's rows. ``rockstate.Savepoint(location)`` is the handle of a
+savepoint: ``manifest``, ``verify``, ``read``, ``restore`` (a new checkpoint location). The
+handles are the documented API: a handle's own place is its ``location`` (opened with
+``storage_options``), where a method writes is its ``target`` (opened with ``target_options``).
+The free functions that do a handle's job (``read_state``, ``read_changes``, ``export``,
+``verify``, ``read_savepoint``, ``restore``, ``rescale``, ``migrate``, ``forget``,
+``transform``, ``recorded_confs``, ``provider_class``) stay as aliases, outside ``__all__``;
 ``checkpoints``, ``report`` and ``savepoint`` also take a running query.
 
 A running query: ``rockstate.checkpoints(query)`` shows the checkpoints the driver's coordinator
@@ -35,6 +36,8 @@ from rockstate.session.configure import PLUGIN_CLASS, PROVIDER_CLASS, configure,
 from rockstate.session.jar import jar_path
 from rockstate.session.version import VERSION
 from rockstate.tools.changes import read_changes as read_changes
+from rockstate.tools.forget import ForgetResult
+from rockstate.tools.forget import forget as forget
 from rockstate.tools.handles import Checkpoint, Savepoint
 from rockstate.tools.read import export as export
 from rockstate.tools.read import read_state as read_state
@@ -46,6 +49,8 @@ from rockstate.tools.rewrite import rescale as rescale
 from rockstate.tools.savepoint import savepoint, stop_with_savepoint
 from rockstate.tools.savepoint_manifest import SavepointManifest
 from rockstate.tools.savepoint_manifest import read_savepoint as read_savepoint
+from rockstate.tools.transform import TransformResult
+from rockstate.tools.transform import transform as transform
 from rockstate.tools.verify import verify as verify
 
 __version__ = VERSION
@@ -60,6 +65,7 @@ __all__ = [
     "CheckpointRecord",
     "CheckpointWatcher",
     "CorruptCheckpointError",
+    "ForgetResult",
     "LiveCheckpoints",
     "QueryCheckpoints",
     "RewriteResult",
@@ -68,6 +74,7 @@ __all__ = [
     "Savepoint",
     "SavepointManifest",
     "StoreAck",
+    "TransformResult",
     "checkpoints",
     "configure",
     "jar_path",

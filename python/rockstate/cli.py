@@ -116,6 +116,10 @@ def _parser() -> argparse.ArgumentParser:
         ("migrate", "move a stopped query's state to another state store provider, "
          "optionally rescaling it (runs a Spark job)", _rewrite_command, _migrate_arguments,
          None),
+        ("forget", "remove every row of given keys from a stopped query's state, in every "
+         "operator (runs a Spark job)", _forget_command, _forget_arguments, None),
+        ("transform", "rewrite one operator's state of a stopped query with a SQL query over "
+         "its rows (runs a Spark job)", _transform_command, _transform_arguments, None),
     )
     for name, text, run, arguments, reads in commands:
         p = sub.add_parser(name, help=text)
@@ -470,6 +474,105 @@ def _rewrite_command(args: argparse.Namespace, rest: list[str]) -> int:
     return 0
 
 
+def _forget_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("location", help="the query's checkpointLocation, as Spark reads it")
+    p.add_argument("--keys", required=True,
+                   help="a parquet file or folder, or a CSV file with a header line, of the "
+                        "keys to forget")
+    p.add_argument("--column", action="append", required=True,
+                   help="a key column of the keys file (give it once per column; a row "
+                        "matches when all of them are equal)")
+    p.add_argument("--purge-history", action="store_true",
+                   help="also remove the older versions that still hold the keys (the "
+                        "query's checkpoint can then restart only from the new batch)")
+    p.add_argument("--master", default="local[*]",
+                   help="where the Spark job runs (default: local[*])")
+
+
+def _keys_columns(path: str) -> list[str]:
+    """The columns of a keys file, read before Spark starts: a CSV file's header line, a
+    parquet file's (or folder's) schema."""
+    import csv
+
+    import pyarrow.dataset as ds
+
+    if path.endswith(".csv"):
+        with open(path, newline="", encoding="utf-8") as f:
+            return next(csv.reader(f), [])
+    return list(ds.dataset(path, format="parquet").schema.names)
+
+
+def _forget_command(args: argparse.Namespace, rest: list[str]) -> int:
+    columns = _keys_columns(args.keys)
+    missing = [c for c in args.column if c not in columns]
+    if missing:
+        _fail("forget", f"{args.keys} has no column {', '.join(missing)}; its columns are "
+              f"{', '.join(columns)}.")
+        return 2
+    from pyspark.sql import SparkSession
+
+    from rockstate.session.configure import configure
+    from rockstate.tools.forget import forget
+
+    spark = configure(SparkSession.builder.master(args.master)
+                      .appName("rockstate forget")).getOrCreate()
+    try:
+        keys = (spark.read.option("header", "true").csv(args.keys)
+                if args.keys.endswith(".csv") else spark.read.parquet(args.keys))
+        r = forget(spark, args.location, keys.select(*args.column),
+                   purge_history=args.purge_history)
+    finally:
+        spark.stop()
+    print(f"{args.location}: batch {r.rewrite.batch_id} holds the state of batch "
+          f"{r.rewrite.read_batch} without the keys ({', '.join(r.columns)}): "
+          f"{r.rows_removed} rows removed.")
+    for s in r.stores:
+        print(f"  operator {s.operator_id} ({s.operator_name}) {s.store_name}: "
+              f"{s.rows_removed} of {s.rows_before} rows removed")
+    if r.purged:
+        print(f"  --purge-history removed {r.purged} files of older versions.")
+    print(f"  {r.history.describe()}" + (
+        "; Spark's retention drops them (spark.sql.streaming.minBatchesToRetain batches "
+        "later), or run again with --purge-history." if r.history.files else "."))
+    print("Start the query with this checkpointLocation.")
+    return 0
+
+
+def _transform_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("location", help="the query's checkpointLocation, as Spark reads it")
+    p.add_argument("--operator", type=int, required=True,
+                   help="the stateful operator's id (rockstate inspect lists them)")
+    p.add_argument("--sql", required=True,
+                   help="a SELECT over the view `state` (columns key and value, as rockstate "
+                        "read shows them) returning key and value of the same types")
+    p.add_argument("--master", default="local[*]",
+                   help="where the Spark job runs (default: local[*])")
+
+
+def _transform_command(args: argparse.Namespace, rest: list[str]) -> int:
+    from pyspark.sql import SparkSession
+
+    from rockstate.session.configure import configure
+    from rockstate.tools.transform import transform
+
+    spark = configure(SparkSession.builder.master(args.master)
+                      .appName("rockstate transform")).getOrCreate()
+
+    def by_sql(rows: Any) -> Any:
+        rows.createOrReplaceTempView("state")
+        return rows.sparkSession.sql(args.sql)
+
+    try:
+        r = transform(spark, args.location, args.operator, by_sql)
+    finally:
+        spark.stop()
+    print(f"{args.location}: batch {r.rewrite.batch_id} holds the state of batch "
+          f"{r.rewrite.read_batch} with operator {r.operator_id} ({r.store.operator_name}) "
+          f"transformed: {r.store.rows_read} rows in, {r.store.keys} rows written. Start the "
+          "query with this checkpointLocation.")
+    return 0
+
+
 def _inspect_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON for scripts")
 
@@ -500,7 +603,9 @@ def _checkpoint_command(args: argparse.Namespace, rest: list[str]) -> int:
             print(f"savepoint of batch {sp_info['batchId']} (state version "
                   f"{sp_info['stateVersion']}), taken {sp_info['createdAt']} from "
                   f"{sp_info['source']}: {sp_info['files']} files, {sp_info['bytes']} bytes")
-        print(f"{summary['location']}: operators {summary['operators']}")
+        kinds = summary["operatorKinds"]
+        print(f"{summary['location']}: operators "
+              + ", ".join(f"{op} ({kinds[str(op)]})" for op in summary["operators"]))
         print(f"{'op':>3} {'part':>4} {'store':<26} {'versions':<14} {'snapshots':<14} "
               f"{'keys':>9}  column families")
         for s in summary["stores"]:

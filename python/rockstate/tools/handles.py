@@ -28,12 +28,14 @@ from rockstate.errors import RockstateError
 from rockstate.live import view
 from rockstate.tools import (
     changes,
+    forget,
     read,
     report,
     restore,
     rewrite,
     savepoint,
     savepoint_manifest,
+    transform,
     verify,
 )
 
@@ -43,8 +45,10 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from rockstate.checkpoint.model import CheckpointRecord, QueryCheckpoints
+    from rockstate.tools.forget import ForgetResult
     from rockstate.tools.rewrite import RewriteResult
     from rockstate.tools.savepoint_manifest import SavepointManifest
+    from rockstate.tools.transform import TransformResult
     from rockstate.tools.verify import VerifyReport
 
 
@@ -71,8 +75,8 @@ class Checkpoint:
 
     ``read``, ``read_changes``, ``export``, ``verify``, ``report``, ``checkpoints``,
     ``completed``, ``recorded_confs``, ``provider_class`` and ``savepoint`` read it with fsspec
-    and start no JVM; ``rescale`` and ``migrate`` rewrite a stopped query's state with a Spark
-    job. A running query's live view is ``rockstate.checkpoints(query)``.
+    and start no JVM; ``rescale``, ``migrate``, ``forget`` and ``transform`` rewrite a stopped
+    query's state with a Spark job. A running query's live view is ``rockstate.checkpoints(query)``.
     """
 
     location: str
@@ -177,6 +181,24 @@ class Checkpoint:
         ``rockstate.migrate(spark, location, to, ...)``."""
         return rewrite.migrate(spark, self.location, to=to, partitions=partitions,
                                storage_options=self.storage_options)
+
+    def forget(self, spark: Any, keys: Any, *, purge_history: bool = False) -> ForgetResult:
+        """Removes every row whose key has the values of a row of ``keys`` (a DataFrame whose
+        columns name key columns, e.g. ``user_id``) from every operator of the stopped query,
+        as a new committed batch; ``purge_history`` also removes the older versions that still
+        hold them (``ForgetResult.history`` says which). docs/state-processor.md says what
+        matches in each operator. Function form: ``rockstate.forget(spark, location, keys)``."""
+        return forget.forget(spark, self.location, keys, purge_history=purge_history,
+                             storage_options=self.storage_options)
+
+    def transform(self, spark: Any, operator: int, fn: Callable[[Any], Any]
+                  ) -> TransformResult:
+        """Writes ``fn(rows)`` as operator ``operator``'s state of a new batch of the stopped
+        query: ``rows`` is a DataFrame of ``key`` and ``value`` as ``read`` shows them, and
+        ``fn`` returns the same columns of the same types, each key once. Function form:
+        ``rockstate.transform(spark, location, operator, fn)``."""
+        return transform.transform(spark, self.location, operator, fn,
+                                   storage_options=self.storage_options)
 
 
 @dataclass(frozen=True)

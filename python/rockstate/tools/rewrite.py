@@ -21,6 +21,12 @@ killed before the offset log entry leaves a checkpoint that restarts exactly as 
 rewrite run again completes (it also finishes one killed between the offset and commit
 entries). Partition folders a smaller count no longer uses are moved aside
 (``state/<op>/_retired/``) after the commit: Spark's state reader counts partitions by folder.
+
+A rewrite may also change the rows themselves (``RowChange``: forgetting keys, in
+``rockstate.tools.forget``): each operator's rows pass through it between the read and the
+write. Such a rewrite batch keeps the partition count and provider, so its offset log entry
+names the change (``CHANGE_KEY``: what it was, and a digest of its input), which is how a run
+killed midway is told from a finished one and resumed only as the same change.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ import posixpath
 import re
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from rockstate.checkpoint.json_text import load_json
 from rockstate.checkpoint.model import version_of_batch
@@ -80,6 +86,9 @@ _SPARK_FILE = re.compile(r"^\.?\d+(_[0-9a-f-]+)?\.(zip|changelog|delta|snapshot)
 _SPARK_DIRS = {"SSTs", "logs"}
 _ROCKSTATE_DIRS = {"versions", "manifests", "snapshots", "sst", "meta", "changelog"}
 _STAGING = "_rockstate_rewrite"
+# The offset log entry of a rewrite batch that changed rows: ``<kind>:<digest>``. Outside
+# Spark's and rockstate's conf prefixes: Spark restores only its own confs from the log.
+CHANGE_KEY = "rockstate.rewrite.change"
 
 
 @dataclass(frozen=True)
@@ -91,6 +100,7 @@ class StoreRewrite:
     store_name: str
     keys: int  # keys written, over every new partition
     keys_per_partition: tuple[int, ...]
+    rows_read: int | None = None  # rows of batch B's state, counted when a RowChange ran
 
 
 @dataclass(frozen=True)
@@ -111,15 +121,37 @@ class RewriteResult:
 
 
 @dataclass(frozen=True)
-class _Store:
+class OperatorStore:
+    """A store of a stateful operator, as its operator metadata names it."""
+
     operator_id: int
-    operator_name: str
+    operator_name: str  # as Spark records it: stateStoreSave, dedupe, symmetricHashJoin, ...
     store_name: str
     num_cols_prefix_key: int
 
     @property
     def column_families(self) -> bool:
         return self.operator_name in _TRANSFORM_WITH_STATE
+
+
+class RowChange(Protocol):
+    """A change to the rows of a rewritten state (``rockstate.tools.forget``)."""
+
+    @property
+    def marker(self) -> str:
+        """``<kind>:<digest>``, recorded in the rewrite batch's offset log entry."""
+        ...
+
+    def check(self, stores: list[OperatorStore], rows: dict[tuple[int, str], Any]) -> None:
+        """Refuses, before anything is written, a change that cannot apply to these stores;
+        ``rows``: each store's rows, by (operator, store name), as ``apply`` gets them (for
+        their schemas; stores with column families have none)."""
+        ...
+
+    def apply(self, stores: list[OperatorStore], rows: dict[str, Any]) -> dict[str, Any]:
+        """One operator's stores' rows (store name -> DataFrame of ``key``, ``value``), changed;
+        each keeps its columns' types."""
+        ...
 
 
 def rescale(spark: Any, checkpoint: str, partitions: int, **kwargs: Any) -> RewriteResult:
@@ -141,10 +173,11 @@ def migrate(spark: Any, checkpoint: str, to: str, partitions: int | None = None,
 
 
 def rewrite(spark: Any, checkpoint: str, *, partitions: int | None = None,
-            provider: str | None = None,
-            storage_options: dict[str, Any] | None = None) -> RewriteResult:
+            provider: str | None = None, storage_options: dict[str, Any] | None = None,
+            change: RowChange | None = None) -> RewriteResult:
     """Rewrites the state of the stopped query at ``checkpoint`` (the location Spark was
-    given) for ``partitions`` and/or ``provider`` as a new committed batch; see the module."""
+    given) for ``partitions`` and/or ``provider``, its rows through ``change`` if given, as a
+    new committed batch; see the module."""
     started = time.monotonic()
     ckpt = WritableLocation(checkpoint, storage_options or {})
     _refuse_running(spark, ckpt)
@@ -154,7 +187,8 @@ def rewrite(spark: Any, checkpoint: str, *, partitions: int | None = None,
         raise RockstateError(f"rockstate: cannot write state with {provider}; the providers "
                              f"a rewrite writes are {', '.join(sorted(TARGETS.values()))}.")
 
-    read_batch, batch, resumed = _batches(ckpt, partitions, provider)
+    marker = change.marker if change is not None else None
+    read_batch, batch, resumed = _batches(ckpt, partitions, provider, marker)
     confs = ckpt.confs(read_batch)
     before_n = int(confs.get(SHUFFLE_PARTITIONS_KEY, "0"))
     before_provider = confs.get(PROVIDER_KEY, SPARK_HDFS_CLASS)
@@ -166,7 +200,14 @@ def rewrite(spark: Any, checkpoint: str, *, partitions: int | None = None,
             "migrate it with to='rockstate' or to='spark-rocksdb'.")
     stores = _stores(ckpt, read_batch)
     _refuse_unmovable_families(spark, ckpt, stores, confs, before_provider, target)
-    if not resumed and (n, target) == (before_n, before_provider):
+    session = None
+    read_rows: dict[tuple[int, str], Any] = {}
+    if change is not None:
+        session = _rewrite_session(spark)
+        read_rows = {(s.operator_id, s.store_name): _read_rows(session, ckpt, s, read_batch)
+                     for s in stores if not s.column_families}
+        change.check(stores, read_rows)
+    elif not resumed and (n, target) == (before_n, before_provider):
         _retire_partitions(ckpt, before_n, batch - 1)
         raise RockstateError(
             f"rockstate: {checkpoint} already has {n} partitions on {target}; nothing to do.")
@@ -181,12 +222,25 @@ def rewrite(spark: Any, checkpoint: str, *, partitions: int | None = None,
     new_confs[SHUFFLE_PARTITIONS_KEY] = str(n)
     new_confs[PROVIDER_KEY] = target
     staging = f"{_STAGING}/{batch}"
-    session = _rewrite_session(spark)
-    written = tuple(_rewrite_store(session, ckpt, s, read_batch, batch, n, before_n, staging,
-                                   before_provider, target, new_confs) for s in stores)
+    session = session or _rewrite_session(spark)
+    written: list[StoreRewrite] = []
+    for op in sorted({s.operator_id for s in stores}):
+        of_op = [s for s in stores if s.operator_id == op]
+        if change is None or of_op[0].column_families:
+            written.extend(_rewrite_store(session, ckpt, s, read_batch, batch, n, before_n,
+                                          staging, before_provider, target, new_confs)
+                           for s in of_op)
+            continue
+        of_op_rows = {s.store_name: read_rows[(op, s.store_name)] for s in of_op}
+        changed = change.apply(of_op, of_op_rows)
+        for s in of_op:
+            written.append(_write_rows(session, ckpt, s, changed[s.store_name], batch, n,
+                                       before_n, staging, target, new_confs,
+                                       read=of_op_rows[s.store_name]))
     _move_staged(ckpt, staging, before_n)
     if not resumed:
-        ckpt.publish(f"offsets/{batch}", ckpt.offsets_entry(read_batch, new_confs))
+        entry_confs = new_confs if marker is None else {**new_confs, CHANGE_KEY: marker}
+        ckpt.publish(f"offsets/{batch}", ckpt.offsets_entry(read_batch, entry_confs))
     for op in sorted({s.operator_id for s in stores if s.column_families}):
         ckpt.publish(f"state/{op}/_metadata/v2/{batch}",
                      # Spark's offline repartition writes the same for its rewrite batch.
@@ -195,11 +249,11 @@ def rewrite(spark: Any, checkpoint: str, *, partitions: int | None = None,
     _retire_partitions(ckpt, n, batch)
     retire_files_of_other_providers(ckpt, target, batch)
     return RewriteResult(checkpoint, read_batch, batch, before_n, n, before_provider, target,
-                         written, time.monotonic() - started)
+                         tuple(written), time.monotonic() - started)
 
 
-def _batches(ckpt: WritableLocation, partitions: int | None, provider: str | None
-             ) -> tuple[int, int, bool]:
+def _batches(ckpt: WritableLocation, partitions: int | None, provider: str | None,
+             marker: str | None) -> tuple[int, int, bool]:
     """(B, L, whether L's offset entry exists already: an interrupted rewrite to finish)."""
     committed = ckpt.numbered("commits")
     offsets = ckpt.numbered("offsets")
@@ -215,11 +269,13 @@ def _batches(ckpt: WritableLocation, partitions: int | None, provider: str | Non
                   int(recorded[SHUFFLE_PARTITIONS_KEY]),
                   provider if provider is not None else recorded.get(PROVIDER_KEY))
         got = (int(recorded[SHUFFLE_PARTITIONS_KEY]), recorded.get(PROVIDER_KEY))
-        if wanted != got:
+        if (*wanted, marker) != (*got, recorded.get(CHANGE_KEY)):
+            what = f" that {recorded[CHANGE_KEY].split(':')[0]}s rows" \
+                if CHANGE_KEY in recorded else ""
             raise RockstateError(
-                f"rockstate: batch {last_offset} of {ckpt.url} is an interrupted rewrite to "
-                f"{got[0]} partitions on {got[1]}; finish it first (run the same rewrite "
-                "again), then rewrite to anything else.")
+                f"rockstate: batch {last_offset} of {ckpt.url} is an interrupted rewrite{what} "
+                f"to {got[0]} partitions on {got[1]}; finish it first (run the same command "
+                "again, with the same input), then rewrite anything else.")
         return last_commit, last_offset, True
     raise RockstateError(
         f"rockstate: batch {last_offset} of {ckpt.url} has started but not committed (the query "
@@ -229,17 +285,17 @@ def _batches(ckpt: WritableLocation, partitions: int | None, provider: str | Non
 
 def _is_rewrite_batch(ckpt: WritableLocation, batch: int) -> bool:
     """A batch that reads no input and changes the partition count or provider (Spark's own
-    offline repartition makes the same kind of batch)."""
+    offline repartition makes the same kind of batch) or the rows (``CHANGE_KEY``)."""
     if batch == 0:
         return False
     a, b = ckpt.confs(batch - 1), ckpt.confs(batch)
     changed = (a.get(SHUFFLE_PARTITIONS_KEY), a.get(PROVIDER_KEY)) != \
-        (b.get(SHUFFLE_PARTITIONS_KEY), b.get(PROVIDER_KEY))
+        (b.get(SHUFFLE_PARTITIONS_KEY), b.get(PROVIDER_KEY)) or CHANGE_KEY in b
     # The source offsets: every line after the metadata.
     return changed and ckpt.offsets_lines(batch - 1)[2:] == ckpt.offsets_lines(batch)[2:]
 
 
-def _stores(ckpt: WritableLocation, batch: int) -> list[_Store]:
+def _stores(ckpt: WritableLocation, batch: int) -> list[OperatorStore]:
     stores = []
     for op in ckpt.operators():
         meta = ckpt.operator_metadata(op, batch)
@@ -250,7 +306,7 @@ def _stores(ckpt: WritableLocation, batch: int) -> list[_Store]:
                 "migrated: rockstate moves the state of aggregations, deduplication, session "
                 "windows, stream-stream joins, flatMapGroupsWithState / "
                 "applyInPandasWithState and transformWithState (nothing was written).")
-        stores.extend(_Store(op, name, info.name, info.prefix_key_columns)
+        stores.extend(OperatorStore(op, name, info.name, info.prefix_key_columns)
                       for info in meta.stores)
     if not stores:
         raise RockstateError(f"rockstate: {ckpt.url} has no stateful operator with operator "
@@ -258,7 +314,7 @@ def _stores(ckpt: WritableLocation, batch: int) -> list[_Store]:
     return stores
 
 
-def _refuse_unmovable_families(spark: Any, ckpt: WritableLocation, stores: list[_Store],
+def _refuse_unmovable_families(spark: Any, ckpt: WritableLocation, stores: list[OperatorStore],
                                confs: dict[str, str], provider: str, target: str) -> None:
     """transformWithState state moves between rockstate and Spark's RocksDB provider (the
     providers with column families), and within either, in either row encoding (UnsafeRow or
@@ -310,7 +366,7 @@ def _refuse_state_ids(ckpt: WritableLocation, batch: int) -> None:
             "commit log); a rewrite writes format 1 checkpoints only (nothing was written).")
 
 
-def _partition_key(s: _Store, key_fields: list[str]) -> list[str]:
+def _partition_key(s: OperatorStore, key_fields: list[str]) -> list[str]:
     """The key fields Spark's shuffle hashes for a store's key (Spark's partition key)."""
     if s.num_cols_prefix_key > 0:  # session windows: the key without the session start
         return key_fields[:s.num_cols_prefix_key]
@@ -319,21 +375,37 @@ def _partition_key(s: _Store, key_fields: list[str]) -> list[str]:
     return key_fields
 
 
-def _rewrite_store(session: Any, ckpt: WritableLocation, s: _Store, read_batch: int, batch: int,
-                   n: int, new_from: int, staging: str, source: str, provider: str,
+def _rewrite_store(session: Any, ckpt: WritableLocation, s: OperatorStore, read_batch: int,
+                   batch: int, n: int, new_from: int, staging: str, source: str, provider: str,
                    confs: dict[str, str]) -> StoreRewrite:
-    from pyspark.sql import functions as F
-
     if s.column_families:
         return _rewrite_families(session, ckpt, s, read_batch, batch, n, new_from, staging,
                                  source, provider, confs)
-    state = (session.read.format("statestore")
-             .option("batchId", read_batch)
-             .option("operatorId", s.operator_id)
-             .option("storeName", s.store_name)
-             .load(ckpt.spark_url))
-    key_type = state.schema["key"].dataType
-    value_type = state.schema["value"].dataType
+    return _write_rows(session, ckpt, s, _read_rows(session, ckpt, s, read_batch), batch, n,
+                       new_from, staging, provider, confs)
+
+
+def _read_rows(session: Any, ckpt: WritableLocation, s: OperatorStore, read_batch: int) -> Any:
+    """A store's rows at batch ``read_batch`` (``key``, ``value``), through Spark's reader."""
+    return (session.read.format("statestore")
+            .option("batchId", read_batch)
+            .option("operatorId", s.operator_id)
+            .option("storeName", s.store_name)
+            .load(ckpt.spark_url)
+            .select("key", "value"))
+
+
+def _write_rows(session: Any, ckpt: WritableLocation, s: OperatorStore, state: Any, batch: int,
+                n: int, new_from: int, staging: str, provider: str, confs: dict[str, str],
+                read: Any = None) -> StoreRewrite:
+    """Writes ``state`` (``key``, ``value``) as the store's version of ``batch`` in each of
+    the ``n`` partitions. ``read``: the rows a RowChange changed into ``state``, whose schema
+    (nullability included) is the store's, and which are counted."""
+    from pyspark.sql import functions as F
+
+    schema = (read if read is not None else state).schema
+    key_type = schema["key"].dataType
+    value_type = schema["value"].dataType
     fields = _partition_key(s, [f.name for f in key_type.fields])
     # Spark's HashPartitioning over the same values of the same types as the query's shuffle.
     placed = state.select("key", "value").repartition(n, *[F.col("key")[f] for f in fields])
@@ -341,12 +413,12 @@ def _rewrite_store(session: Any, ckpt: WritableLocation, s: _Store, read_batch: 
         placed._jdf, ckpt.spark_path("state"), ckpt.spark_path(staging), new_from,
         s.operator_id, s.store_name, batch, provider, key_type.json(), value_type.json(),
         s.num_cols_prefix_key, _java_map(session, confs))
-    return _written(s, counts, n)
+    return _written(s, counts, n, read.count() if read is not None else None)
 
 
-def _rewrite_families(session: Any, ckpt: WritableLocation, s: _Store, read_batch: int, batch: int,
-                      n: int, new_from: int, staging: str, source: str, provider: str,
-                      confs: dict[str, str]) -> StoreRewrite:
+def _rewrite_families(session: Any, ckpt: WritableLocation, s: OperatorStore, read_batch: int,
+                      batch: int, n: int, new_from: int, staging: str, source: str,
+                      provider: str, confs: dict[str, str]) -> StoreRewrite:
     """A transformWithState store: every column family's rows move to the new partition of
     the grouping key in them; within rockstate as stored, else through the providers' API."""
     from rockstate.checkpoint import spark_rocksdb
@@ -389,13 +461,14 @@ def _java_map(session: Any, values: dict[str, str]) -> Any:
     return out
 
 
-def _written(s: _Store, counts: Any, n: int) -> StoreRewrite:
+def _written(s: OperatorStore, counts: Any, n: int, rows_read: int | None = None
+             ) -> StoreRewrite:
     per_partition = tuple(int(c) for c in counts)
     if len(per_partition) != n:
         raise RockstateError(f"rockstate: the rewrite of {s.store_name} of operator "
                              f"{s.operator_id} wrote {len(per_partition)} partitions, not {n}.")
     return StoreRewrite(s.operator_id, s.operator_name, s.store_name, sum(per_partition),
-                        per_partition)
+                        per_partition, rows_read)
 
 
 def _rewrite_session(spark: Any) -> Any:

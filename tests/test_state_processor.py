@@ -1,0 +1,286 @@
+"""Changing a stopped query's rows. Forgetting keys: a query runs part of its input, stops,
+forgets some keys, and runs the rest. The oracle is the same query on Spark's HDFS provider
+whose input never had the forgotten rows before that point: from the forget on, the two give
+the same output, and end with the same state. Then an interrupted forget resumed, the history
+it leaves and its purge, and what forget refuses. Transforming an operator's rows: the oracle's
+input before that point is changed as the transform changes the state (a sum's values doubled,
+a key renamed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from pyspark.sql import functions as F
+
+import rockstate
+from rockstate.checkpoint.location import CheckpointLocation
+from rockstate.session.providers import SPARK_HDFS_CLASS
+from rockstate.tools.forget import ForgetResult, forget
+from rockstate.tools.transform import transform
+from support.cli import run_cli
+from support.queries import SCHEMA, events, pandas_count_until_timeout, sided
+from support.streams import StreamRun, run_stream, state_frame
+
+BATCHES = [events(b, keys) for b, keys in enumerate(["abcdab", "bcdeaf", "abcgd", "aefbh"])]
+FORGET_AT = 2  # the query stops before this input and forgets
+
+
+def _join_on_key(left, right):
+    """Both sides keep the column ``key`` in their rows: forgetting ``key`` empties the key on
+    both sides."""
+    lw = left.withWatermark("ts", "10 minutes").select("key", F.col("value").alias("lvalue"),
+                                                       F.col("ts").alias("lts"))
+    rw = right.withWatermark("ts", "10 minutes").select("key", F.col("value").alias("rvalue"),
+                                                        F.col("ts").alias("rts"))
+    return lw.alias("l").join(rw.alias("r"), F.expr(
+        "l.key = r.key AND r.rts BETWEEN l.lts - INTERVAL 5 MINUTES AND "
+        "l.lts + INTERVAL 5 MINUTES"), "inner")
+
+
+def _join_on_renamed_key(left, right):
+    lw = left.withWatermark("ts", "10 minutes").select(
+        F.col("key").alias("lkey"), F.col("value").alias("lvalue"), F.col("ts").alias("lts"))
+    rw = right.withWatermark("ts", "10 minutes").select(
+        F.col("key").alias("rkey"), F.col("value").alias("rvalue"), F.col("ts").alias("rts"))
+    return lw.join(rw, F.expr("lkey = rkey AND rts BETWEEN lts - INTERVAL 5 MINUTES AND "
+                              "lts + INTERVAL 5 MINUTES"), "inner")
+
+
+def _by_key(*keys: str) -> tuple[str, list[tuple], Callable[[dict], bool]]:
+    return "key", [(k,) for k in keys], lambda e: e["key"] in keys
+
+
+# Left rows (even positions of a batch) of values 0 and 12: join key "a" keeps a later row
+# (its index moves from 1 to 0), join key "d" loses its only left row.
+LEFT_VALUES = (0, 12)
+ROWS_OF_ONE_SIDE = ("lvalue", [(v,) for v in LEFT_VALUES],
+                    lambda e: e["side"] == 0 and e["value"] in LEFT_VALUES)
+
+KINDS: dict[str, tuple[Callable, str, int, tuple, tuple]] = {
+    # name: (build, output mode, sources, state reads, (column, keys, what the oracle drops))
+    "aggregation": (lambda s: s.groupBy("key").agg(F.sum("value").alias("total")), "update",
+                    1, ({},), _by_key("a", "b")),
+    "dedup": (lambda s: s.dropDuplicates(["key"]), "append", 1, ({},), _by_key("a", "c")),
+    "session-window": (lambda s: s.withWatermark("ts", "5 minutes").groupBy(
+        F.session_window("ts", "4 minutes"), "key").agg(F.sum("value").alias("total")),
+        "append", 1, ({},), _by_key("a")),
+    "join-key": (_join_on_key, "append", 2, ({"joinSide": "left"}, {"joinSide": "right"}),
+                 _by_key("a", "d")),
+    "join-rows-of-one-side": (_join_on_renamed_key, "append", 2,
+                              ({"joinSide": "left"}, {"joinSide": "right"}), ROWS_OF_ONE_SIDE),
+    "apply-in-pandas-with-state": (pandas_count_until_timeout, "append", 1, ({},),
+                                   _by_key("b")),
+}
+
+
+def _state(spark, checkpoint, **options: str) -> list[tuple]:
+    df = state_frame(spark, checkpoint, **options)
+    return sorted(tuple(r) for r in df.select("key", "value").collect())
+
+
+def _after(run: StreamRun, boundary: int) -> list[list[tuple]]:
+    """The outputs of the batches after ``boundary`` that had any, in order."""
+    return [rows for b, rows in sorted(run.outputs.items()) if b > boundary and rows]
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_forgotten_keys_continue_like_an_oracle_that_never_saw_them(spark, workdir: Path,
+                                                                    kind: str):
+    build, mode, sources, reads, (column, keys, dropped) = KINDS[kind]
+    batches = BATCHES if sources == 1 else sided(BATCHES)
+    never_saw = [[e for e in b if not (i < FORGET_AT and dropped(e))]
+                 for i, b in enumerate(batches)]
+    boundaries: dict[str, int] = {}
+    results: list[ForgetResult] = []
+
+    def stop_at(name: str, keys_df=None):
+        def relocate(query, checkpoint):
+            boundaries[name] = query.lastProgress["batchId"]
+            query.stop()
+            if keys_df is not None:
+                results.append(rockstate.Checkpoint(str(checkpoint)).forget(
+                    spark, keys_df, purge_history=kind == "aggregation"))
+                boundaries[name] = results[-1].rewrite.batch_id
+            return checkpoint
+        return relocate
+
+    confs = {"spark.sql.shuffle.partitions": "3"}
+    oracle = run_stream(spark, SPARK_HDFS_CLASS, build, never_saw, workdir=workdir,
+                        name=f"{kind}-oracle", schema=SCHEMA, output_mode=mode, sources=sources,
+                        restart_at=FORGET_AT, relocate=stop_at("oracle"), confs=confs)
+    keys_df = spark.createDataFrame(keys, [column])
+    mine = run_stream(spark, rockstate.PROVIDER_CLASS, build, batches, workdir=workdir,
+                      name=kind, schema=SCHEMA, output_mode=mode, sources=sources,
+                      restart_at=FORGET_AT, relocate=stop_at("mine", keys_df), confs=confs)
+    (result,) = results
+    assert result.rows_removed > 0, result.stores
+    assert all(s.rows_removed >= 0 for s in result.stores)
+    assert _after(mine, boundaries["mine"]) == _after(oracle, boundaries["oracle"]), \
+        f"{kind}: the outputs after the forget differ from the oracle's"
+    for opts in reads:
+        assert _state(spark, oracle.checkpoint, **opts), f"{kind}: the oracle's state is empty"
+        assert _state(spark, mine.checkpoint, **opts) == _state(spark, oracle.checkpoint,
+                                                                 **opts)
+    assert rockstate.verify(str(mine.checkpoint)).ok
+    if kind == "aggregation":
+        # Purged: no file of an older version is left, and the forget's own batch reads as
+        # the state without the keys.
+        assert result.purged > 0 and result.history.files == () and not result.history.versions
+        versions = CheckpointLocation(str(mine.checkpoint)).summary()["stores"][0]["versions"]
+        assert min(versions) == result.history.version
+        at_forget = state_frame(spark, mine.checkpoint, batchId=str(result.rewrite.batch_id))
+        assert not at_forget.where(F.col("key.key").isin("a", "b")).count()
+        assert at_forget.count() > 0
+    else:
+        # Not purged: the versions before the forget still hold the rows, and say so.
+        assert result.history.files and result.history.versions
+        assert max(result.history.versions) < result.history.version
+
+
+def _small_query(spark, workdir: Path, name: str) -> Path:
+    run = run_stream(spark, rockstate.PROVIDER_CLASS,
+                     lambda s: s.groupBy("key", "value").count(), BATCHES[:2], workdir=workdir,
+                     name=name, schema=SCHEMA, output_mode="update",
+                     confs={"spark.sql.shuffle.partitions": "2"})
+    return Path(run.checkpoint)
+
+
+def _refusal(call: Callable[[], object]) -> str:
+    with pytest.raises(rockstate.RockstateError) as e:
+        call()
+    return str(e.value)
+
+
+def test_an_interrupted_forget_completes_when_run_again_and_only_as_itself(spark,
+                                                                            workdir: Path):
+    ckpt = _small_query(spark, workdir, "interrupted")
+    keys = spark.createDataFrame([("a",)], ["key"])
+    first = forget(spark, str(ckpt), keys)
+    after_first = _state(spark, ckpt)
+    # Killed after the offset log entry, before the commit entry: what a kill there leaves.
+    (ckpt / "commits" / str(first.rewrite.batch_id)).unlink()
+    other = spark.createDataFrame([("b",)], ["key"])
+    refused = _refusal(lambda: forget(spark, str(ckpt), other))
+    assert f"batch {first.rewrite.batch_id}" in refused and "forgets rows" in refused
+    again = forget(spark, str(ckpt), keys)
+    assert again.rewrite.batch_id == first.rewrite.batch_id
+    assert _state(spark, ckpt) == after_first
+    assert not [r for r in after_first if r[0]["key"] == "a"]
+    assert (ckpt / "commits" / str(first.rewrite.batch_id)).exists()
+
+
+def test_what_forget_refuses(spark, workdir: Path):
+    ckpt = _small_query(spark, workdir, "refusals")
+    before = sorted(p.name for p in (ckpt / "offsets").iterdir())
+
+    def keys(rows: list[tuple], columns: list[str]):
+        return spark.createDataFrame(rows, columns)
+
+    none = _refusal(lambda: forget(spark, str(ckpt), keys([("a",)], ["user_id"])))
+    assert "no operator's key has the columns ['user_id']" in none and "'key'" in none
+    partial = _refusal(lambda: forget(spark, str(ckpt), keys([("a", 1)], ["key", "user_id"])))
+    assert "has the columns ['key'] but not ['user_id']" in partial
+    cast = _refusal(lambda: forget(spark, str(ckpt), keys([("x",)], ["value"])))
+    assert "'x' of column value is not a int" in cast
+    twice = _refusal(lambda: forget(spark, str(ckpt), spark.sql("SELECT 'a' k, 'b' k")))
+    assert "name a column twice" in twice
+    assert sorted(p.name for p in (ckpt / "offsets").iterdir()) == before
+    # Both key columns: only that pair goes.
+    done = forget(spark, str(ckpt), keys([("a", 0)], ["key", "value"]))
+    assert done.rows_removed == 1
+
+
+def test_the_cli_forgets_keys_from_a_csv_file(spark, workdir: Path):
+    ckpt = _small_query(spark, workdir, "cli")
+    keys = workdir / "keys.csv"
+    keys.write_text("key,reason\nb,erasure request\n")
+    run = run_cli("forget", str(ckpt), "--keys", str(keys), "--column", "key",
+                  "--master", "local[1]")
+    assert run.returncode == 0, run.stderr
+    assert "rows removed" in run.stdout and "still hold older state" in run.stdout
+    assert not [r for r in _state(spark, ckpt) if r[0]["key"] == "b"]
+    # A column the file lacks is refused before Spark starts.
+    missing = run_cli("forget", str(ckpt), "--keys", str(keys), "--column", "user",
+                      offline=True)
+    assert missing.returncode == 2 and "has no column user" in missing.stderr
+    assert "its columns are key, reason" in missing.stderr
+
+
+def _doubled_and_renamed(rows):
+    """Every sum doubled, key ``a`` renamed ``z`` (a key moved to another partition). The
+    value is the aggregation's buffer: ``sum``'s is one field, ``sum``."""
+    (buffer,) = rows.schema["value"].dataType.fields
+    assert buffer.name == "sum"
+    return rows.select(
+        F.struct(F.when(F.col("key.key") == "a", F.lit("z")).otherwise(F.col("key.key"))
+                 .alias("key")).alias("key"),
+        F.struct((F.col("value.sum") * 2).alias("sum")).alias("value"))
+
+
+def test_a_transformed_aggregation_continues_like_an_oracle_fed_the_changed_input(
+        spark, workdir: Path):
+    build = KINDS["aggregation"][0]
+    changed = [[{**e, "key": "z" if e["key"] == "a" else e["key"], "value": e["value"] * 2}
+                if i < FORGET_AT else e for e in b] for i, b in enumerate(BATCHES)]
+    boundaries: dict[str, int] = {}
+
+    def stop(name: str, change: Callable | None = None):
+        def relocate(query, checkpoint):
+            boundaries[name] = query.lastProgress["batchId"]
+            query.stop()
+            if change is not None:
+                result = rockstate.Checkpoint(str(checkpoint)).transform(spark, 0, change)
+                assert result.store.rows_read == result.store.keys > 0
+                boundaries[name] = result.rewrite.batch_id
+            return checkpoint
+        return relocate
+
+    confs = {"spark.sql.shuffle.partitions": "3"}
+    oracle = run_stream(spark, SPARK_HDFS_CLASS, build, changed, workdir=workdir,
+                        name="transform-oracle", schema=SCHEMA, output_mode="update",
+                        restart_at=FORGET_AT, relocate=stop("oracle"), confs=confs)
+    mine = run_stream(spark, rockstate.PROVIDER_CLASS, build, BATCHES, workdir=workdir,
+                      name="transform", schema=SCHEMA, output_mode="update",
+                      restart_at=FORGET_AT, relocate=stop("mine", _doubled_and_renamed),
+                      confs=confs)
+    assert _after(mine, boundaries["mine"]) == _after(oracle, boundaries["oracle"])
+    assert _state(spark, mine.checkpoint) == _state(spark, oracle.checkpoint)
+    # Every key where Spark's shuffle sends it, "z" included.
+    placed = state_frame(spark, mine.checkpoint).select(
+        "partition_id", F.expr("pmod(hash(key.key), 3)").alias("wanted"))
+    assert placed.where("partition_id != wanted").count() == 0
+    assert rockstate.verify(str(mine.checkpoint)).ok
+
+
+def test_what_transform_refuses_and_the_cli(spark, workdir: Path):
+    ckpt = _small_query(spark, workdir, "transform-refusals")
+    before = sorted(p.name for p in (ckpt / "offsets").iterdir())
+    missing = _refusal(lambda: transform(spark, str(ckpt), 3, lambda rows: rows))
+    assert "no stateful operator 3" in missing and "0 (stateStoreSave)" in missing
+    retyped = _refusal(lambda: transform(spark, str(ckpt), 0, lambda rows: rows.select(
+        "key", F.struct(F.col("value.count").cast("int").alias("count")).alias("value"))))
+    assert "returned value as struct<count:int>" in retyped and "struct<count:bigint>" in retyped
+    merged = _refusal(lambda: transform(spark, str(ckpt), 0, lambda rows: rows.select(
+        F.struct(F.lit("k").alias("key"), F.lit(0).alias("value")).alias("key"), "value")))
+    assert "times; a store holds a key once" in merged
+    assert sorted(p.name for p in (ckpt / "offsets").iterdir()) == before
+    counts = {r[0]["key"] + str(r[0]["value"]): r[1]["count"] for r in _state(spark, ckpt)}
+    run = run_cli("transform", str(ckpt), "--operator", "0", "--sql",
+                  "SELECT key, named_struct('count', value.count + 10) AS value FROM state",
+                  "--master", "local[1]")
+    assert run.returncode == 0, run.stderr
+    assert "rows written" in run.stdout
+    assert {r[0]["key"] + str(r[0]["value"]): r[1]["count"] for r in _state(spark, ckpt)} == \
+        {k: v + 10 for k, v in counts.items()}
+
+
+def test_transform_refuses_a_join(spark, workdir: Path):
+    run = run_stream(spark, rockstate.PROVIDER_CLASS, _join_on_renamed_key, sided(BATCHES[:1]),
+                     workdir=workdir, name="transform-join", schema=SCHEMA,
+                     output_mode="append", sources=2,
+                     confs={"spark.sql.shuffle.partitions": "2"})
+    refused = _refusal(lambda: transform(spark, str(run.checkpoint), 0, lambda rows: rows))
+    assert "keeps its state in 4 stores" in refused and "left-keyToNumValues" in refused
