@@ -9,6 +9,7 @@ a key renamed).
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,12 +19,14 @@ from pyspark.sql import functions as F
 import rockstate
 from rockstate.checkpoint.location import CheckpointLocation
 from rockstate.session.providers import SPARK_HDFS_CLASS
+from rockstate.tools import history
 from rockstate.tools.forget import ForgetResult, forget
 from rockstate.tools.transform import transform
 from support.cli import run_cli
 from support.queries import SCHEMA, events, pandas_count_until_timeout, sided
 from support.streams import StreamRun, run_stream, state_frame
 
+TWS = Path(__file__).parent / "fixtures" / "transform-with-state" / "spark-4.0" / "checkpoint"
 BATCHES = [events(b, keys) for b, keys in enumerate(["abcdab", "bcdeaf", "abcgd", "aefbh"])]
 FORGET_AT = 2  # the query stops before this input and forgets
 
@@ -284,3 +287,28 @@ def test_transform_refuses_a_join(spark, workdir: Path):
                      confs={"spark.sql.shuffle.partitions": "2"})
     refused = _refusal(lambda: transform(spark, str(run.checkpoint), 0, lambda rows: rows))
     assert "keeps its state in 4 stores" in refused and "left-keyToNumValues" in refused
+
+
+def test_the_history_is_what_the_newest_version_does_not_need_and_purging_it_keeps_that(
+        tmp_path: Path):
+    """On a whole query's checkpoint (the transformWithState fixture: three batches, one
+    completed checkpoint), with no Spark: the files older state lives in are exactly those the
+    newest version does not need, and removing them leaves a checkpoint that verifies and
+    reads the same."""
+    root = tmp_path / "query"
+    shutil.copytree(TWS, root)
+    ckpt = rockstate.Checkpoint(str(root))
+    before = {var: ckpt.read(state_var=var).to_pylist() for var in ("total", "items")}
+    older = history.older_state(str(root), batch_id=2)
+    assert older.version == 3 and older.versions == (1, 2) and older.checkpoints == (2,)
+    held = {f.split("/")[-2] + "/" + f.split("/")[-1].split("-")[0] for f in older.files}
+    assert held == {"versions/1", "versions/2"}, older.files
+    assert older.describe() == \
+        "2 files of versions 1-2 still hold older state, 1 completed checkpoint"
+    assert history.purge(str(root), older) == 2
+    assert history.older_state(str(root), batch_id=2).describe() == \
+        "no file holds state of a version before 3"
+    report = rockstate.verify(str(root))
+    assert report.ok, [str(p) for p in report.problems]
+    assert report.versions == 1 and report.checkpoints == 0
+    assert {var: ckpt.read(state_var=var).to_pylist() for var in ("total", "items")} == before

@@ -49,7 +49,8 @@ class OlderState:
             return f"no file holds state of a version before {self.version}"
         span = (f"versions {self.versions[0]}-{self.versions[-1]}" if len(self.versions) > 1
                 else f"version {self.versions[0]}" if self.versions else "older versions")
-        extra = (f", {len(self.checkpoints)} completed checkpoints" if self.checkpoints else "") \
+        n = len(self.checkpoints)
+        extra = (f", {n} completed checkpoint{'s' if n > 1 else ''}" if n else "") \
             + (f", {self.spark_ssts} files in Spark's SSTs/ (its maintenance drops them)"
                if self.spark_ssts else "")
         return f"{len(self.files)} files of {span} still hold older state{extra}"
