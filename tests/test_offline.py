@@ -17,6 +17,7 @@ import pytest
 from pyspark.sql import functions as F
 
 import rockstate
+from rockstate.checkpoint import operator_metadata
 from rockstate.checkpoint.file_kind import FileKind
 from rockstate.checkpoint.location import CheckpointLocation
 from support.cli import run_cli
@@ -74,7 +75,8 @@ def _referenced(checkpoint: Path, kind: str) -> Path:
 def test_inspect_lists_operators_stores_versions_and_snapshots(built: Path):
     summary = CheckpointLocation(str(built)).summary()
     assert summary["operators"] == [0]
-    assert summary["operatorKinds"] == {"0": "stateStoreSave"}  # the ids transform takes
+    loc = CheckpointLocation(str(built))
+    assert operator_metadata.operator_kinds(loc) == {0: "stateStoreSave"}  # ids transform takes
     assert [(s["operator"], s["partition"], s["store"]) for s in summary["stores"]] == \
         [(0, 0, "default"), (0, 1, "default")]
     for s in summary["stores"]:

@@ -588,7 +588,11 @@ def _checkpoint_command(args: argparse.Namespace, rest: list[str]) -> int:
     location = _location(args)
     _require_state(location)
     if args.command == "inspect":
+        from rockstate.checkpoint.operator_metadata import operator_kinds
+
         summary = location.summary()
+        summary["operatorKinds"] = {str(op): kind
+                                    for op, kind in operator_kinds(location).items()}
         if is_savepoint(location):
             sp = read_savepoint(location)
             summary["savepoint"] = {"batchId": sp.batch_id, "stateVersion": sp.state_version,

@@ -365,26 +365,8 @@ class CheckpointLocation:
                     self.read_path(path, "the checkpoint history", FileKind.DOCUMENT), path))
         return sorted(out, key=lambda c: c.version)
 
-    def operator_kinds(self) -> dict[int, str]:
-        """Each stateful operator's kind as Spark's operator metadata names it
-        (``stateStoreSave``, ``dedupe``, ``symmetricHashJoin``, ...; ``unknown`` when Spark
-        wrote none, ``unreadable metadata`` when its file is damaged): the ids the rewrite and
-        transform take."""
-        from rockstate.checkpoint.operator_metadata import read_operator_metadata
-
-        kinds = {}
-        for op in self.operators():
-            try:
-                meta = read_operator_metadata(self, op)
-            except CorruptCheckpointError:  # named, not guessed: verify says what is wrong
-                kinds[op] = "unreadable metadata"
-                continue
-            kinds[op] = meta.operator_name if meta is not None else "unknown"
-        return kinds
-
     def summary(self) -> dict:
-        """What ``rockstate inspect`` shows: every operator's kind, every store with its
-        versions and snapshots."""
+        """What ``rockstate inspect`` shows: every store with its versions and snapshots."""
         stores = []
         for s in self.stores():
             versions = self.versions(s)
@@ -403,9 +385,8 @@ class CheckpointLocation:
             "numKeys": c.num_keys, "stateBytes": c.state_bytes,
             "bytesUploaded": c.bytes_uploaded, "completedAtMs": c.completed_at_ms,
         } for c in self.checkpoints()]
-        return {"location": self.url, "operators": self.operators(),
-                "operatorKinds": {str(op): kind for op, kind in self.operator_kinds().items()},
-                "stores": stores, "checkpoints": checkpoints}
+        return {"location": self.url, "operators": self.operators(), "stores": stores,
+                "checkpoints": checkpoints}
 
 
 @dataclass(frozen=True)

@@ -159,3 +159,19 @@ def read_operator_metadata(loc: CheckpointLocation, operator: int,
     return parse_operator_metadata(
         loc.read_file(relative, f"operator {operator}'s metadata", FileKind.SPARK_METADATA),
         loc.path(relative))
+
+
+def operator_kinds(loc: CheckpointLocation) -> dict[int, str]:
+    """Each stateful operator's kind as its newest metadata names it (``stateStoreSave``,
+    ``dedupe``, ``symmetricHashJoin``, ...; ``unknown`` when Spark wrote none, ``unreadable
+    metadata`` when its file is damaged): what ``rockstate inspect`` shows beside the ids the
+    rewrite and transform take."""
+    kinds = {}
+    for op in loc.operators():
+        try:
+            meta = read_operator_metadata(loc, op)
+        except CorruptCheckpointError:  # named, not guessed: verify says what is wrong
+            kinds[op] = "unreadable metadata"
+            continue
+        kinds[op] = meta.operator_name if meta is not None else "unknown"
+    return kinds
