@@ -1,14 +1,16 @@
 """The ``rockstate`` command: build the jar, run the demo, print the Spark configuration, and
 inspect, verify, read, export or report on a checkpoint location without Spark, take and
-restore savepoints, and rescale or migrate a stopped query's state (a Spark job)."""
+restore savepoints, and rescale, migrate, forget keys from or transform a stopped query's
+state (a Spark job)."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from rockstate.errors import RockstateError
@@ -435,13 +437,34 @@ def _restore_command(args: argparse.Namespace, rest: list[str]) -> int:
     return 0
 
 
-def _rescale_arguments(p: argparse.ArgumentParser, required: bool = True) -> None:
+def _spark_job_arguments(p: argparse.ArgumentParser) -> None:
+    """What every command that rewrites a stopped query's state takes: the location, and where
+    its Spark job runs."""
     p.add_argument("location", help="the query's checkpointLocation, as Spark reads it")
-    p.add_argument("--partitions", type=int, required=required,
-                   help="the new number of shuffle partitions")
     p.add_argument("--master", default="local[*]",
                    help="where the Spark job runs (default: local[*]); conf for it goes in "
                         "spark-defaults.conf or SPARK_CONF_DIR as usual")
+
+
+@contextlib.contextmanager
+def _spark_job(args: argparse.Namespace) -> Iterator[Any]:
+    """A rockstate-configured session on ``--master`` for the command's job, stopped after."""
+    from pyspark.sql import SparkSession
+
+    from rockstate.session.configure import configure
+
+    spark = configure(SparkSession.builder.master(args.master)
+                      .appName(f"rockstate {args.command}")).getOrCreate()
+    try:
+        yield spark
+    finally:
+        spark.stop()
+
+
+def _rescale_arguments(p: argparse.ArgumentParser, required: bool = True) -> None:
+    _spark_job_arguments(p)
+    p.add_argument("--partitions", type=int, required=required,
+                   help="the new number of shuffle partitions")
 
 
 def _migrate_arguments(p: argparse.ArgumentParser) -> None:
@@ -453,20 +476,13 @@ def _migrate_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _rewrite_command(args: argparse.Namespace, rest: list[str]) -> int:
-    from pyspark.sql import SparkSession
-
-    from rockstate.session.configure import configure
     from rockstate.tools.rewrite import migrate, rescale
 
-    spark = configure(SparkSession.builder.master(args.master)
-                      .appName(f"rockstate {args.command}")).getOrCreate()
-    try:
+    with _spark_job(args) as spark:
         if args.command == "rescale":
             r = rescale(spark, args.location, args.partitions)
         else:
             r = migrate(spark, args.location, to=args.to, partitions=args.partitions)
-    finally:
-        spark.stop()
     print(f"{args.location}: batch {r.batch_id} rewrote the state of batch {r.read_batch}: "
           f"{r.partitions_before} -> {r.partitions} partitions, {r.provider_before} -> "
           f"{r.provider}, {r.keys} keys in {len(r.stores)} stores, {r.seconds:.1f} s. Start "
@@ -475,7 +491,7 @@ def _rewrite_command(args: argparse.Namespace, rest: list[str]) -> int:
 
 
 def _forget_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("location", help="the query's checkpointLocation, as Spark reads it")
+    _spark_job_arguments(p)
     p.add_argument("--keys", required=True,
                    help="a parquet file or folder, or a CSV file with a header line, of the "
                         "keys to forget")
@@ -485,8 +501,6 @@ def _forget_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--purge-history", action="store_true",
                    help="also remove the older versions that still hold the keys (the "
                         "query's checkpoint can then restart only from the new batch)")
-    p.add_argument("--master", default="local[*]",
-                   help="where the Spark job runs (default: local[*])")
 
 
 def _keys_columns(path: str) -> list[str]:
@@ -509,20 +523,13 @@ def _forget_command(args: argparse.Namespace, rest: list[str]) -> int:
         _fail("forget", f"{args.keys} has no column {', '.join(missing)}; its columns are "
               f"{', '.join(columns)}.")
         return 2
-    from pyspark.sql import SparkSession
-
-    from rockstate.session.configure import configure
     from rockstate.tools.forget import forget
 
-    spark = configure(SparkSession.builder.master(args.master)
-                      .appName("rockstate forget")).getOrCreate()
-    try:
+    with _spark_job(args) as spark:
         keys = (spark.read.option("header", "true").csv(args.keys)
                 if args.keys.endswith(".csv") else spark.read.parquet(args.keys))
         r = forget(spark, args.location, keys.select(*args.column),
                    purge_history=args.purge_history)
-    finally:
-        spark.stop()
     print(f"{args.location}: batch {r.rewrite.batch_id} holds the state of batch "
           f"{r.rewrite.read_batch} without the keys ({', '.join(r.columns)}): "
           f"{r.rows_removed} rows removed.")
@@ -539,33 +546,23 @@ def _forget_command(args: argparse.Namespace, rest: list[str]) -> int:
 
 
 def _transform_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("location", help="the query's checkpointLocation, as Spark reads it")
+    _spark_job_arguments(p)
     p.add_argument("--operator", type=int, required=True,
                    help="the stateful operator's id (rockstate inspect lists them)")
     p.add_argument("--sql", required=True,
                    help="a SELECT over the view `state` (columns key and value, as rockstate "
                         "read shows them) returning key and value of the same types")
-    p.add_argument("--master", default="local[*]",
-                   help="where the Spark job runs (default: local[*])")
 
 
 def _transform_command(args: argparse.Namespace, rest: list[str]) -> int:
-    from pyspark.sql import SparkSession
-
-    from rockstate.session.configure import configure
     from rockstate.tools.transform import transform
-
-    spark = configure(SparkSession.builder.master(args.master)
-                      .appName("rockstate transform")).getOrCreate()
 
     def by_sql(rows: Any) -> Any:
         rows.createOrReplaceTempView("state")
         return rows.sparkSession.sql(args.sql)
 
-    try:
+    with _spark_job(args) as spark:
         r = transform(spark, args.location, args.operator, by_sql)
-    finally:
-        spark.stop()
     print(f"{args.location}: batch {r.rewrite.batch_id} holds the state of batch "
           f"{r.rewrite.read_batch} with operator {r.operator_id} ({r.store.operator_name}) "
           f"transformed: {r.store.rows_read} rows in, {r.store.keys} rows written. Start the "

@@ -32,6 +32,7 @@ from rockstate.checkpoint.model import (
     version_of_batch,
 )
 from rockstate.checkpoint.paths import is_number, join_within, relative_path
+from rockstate.checkpoint.state_folders import RETIRED
 from rockstate.errors import CorruptCheckpointError, MissingCheckpointFileError
 
 DEFAULT_STORE = "default"
@@ -330,7 +331,7 @@ class CheckpointLocation:
         parts = store_dir.split("/")
         if len(parts) < 3 or parts[0] != "state" or not is_number(parts[2]):
             return store_dir
-        retired = self.path("state", parts[1], "_retired")
+        retired = self.path("state", parts[1], RETIRED)
         folders = {}  # last batch that used it -> retired folder
         for n in self.subfolders(retired):
             batch, _, rest = n.partition("-")
@@ -339,7 +340,7 @@ class CheckpointLocation:
         used_until = [b for b in folders if version <= version_of_batch(b)]
         if not used_until:
             return store_dir
-        return "/".join(["state", parts[1], "_retired", folders[min(used_until)], *parts[3:]])
+        return "/".join(["state", parts[1], RETIRED, folders[min(used_until)], *parts[3:]])
 
     def checkpoints(self) -> list[CheckpointRecord]:
         """Completed checkpoints (``rockstate/checkpoints/<version>/_metadata``), oldest first."""

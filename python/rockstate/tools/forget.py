@@ -24,6 +24,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+from rockstate.checkpoint.offsets import recorded_confs
 from rockstate.checkpoint.writable_location import WritableLocation
 from rockstate.errors import RockstateError
 from rockstate.session.spark_conf import PROVIDER_CLASS, PROVIDER_KEY
@@ -92,9 +93,8 @@ def forget(spark: Any, checkpoint: str, keys: Any, *, purge_history: bool = Fals
 def _refuse_purge_on_spark(checkpoint: str, storage_options: dict[str, Any] | None) -> None:
     """``purge_history`` removes rockstate's files; a query on Spark's providers keeps its
     older versions until Spark's retention drops them: refused before anything is written."""
-    ckpt = WritableLocation(checkpoint, storage_options or {})
-    offsets = ckpt.numbered("offsets")
-    provider = ckpt.confs(max(offsets)).get(PROVIDER_KEY) if offsets else None
+    loc = WritableLocation(checkpoint, storage_options or {}).loc  # file:, s3a:// as Spark's
+    provider = recorded_confs(loc).get(PROVIDER_KEY)
     if provider != PROVIDER_CLASS:
         raise RockstateError(
             f"rockstate: {checkpoint} runs on {provider or 'no recorded provider'}; "

@@ -17,20 +17,15 @@ them now. What holds older state:
 from __future__ import annotations
 
 import posixpath
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from rockstate.checkpoint.location import CheckpointLocation, StoreRef
 from rockstate.checkpoint.model import version_of_batch
 from rockstate.checkpoint.paths import is_number
+from rockstate.checkpoint.state_folders import RETIRED, ROCKSTATE_DIRS, SPARK_FILE
 from rockstate.checkpoint.writable_location import WritableLocation
 from rockstate.errors import RockstateError
-
-# A rockstate store's folders, and the numbered files Spark's providers write.
-_ROCKSTATE_DIRS = ("versions", "snapshots", "sst", "meta", "manifests", "changelog")
-_SPARK_FILE = re.compile(r"^\.?(\d+)(_[0-9a-f-]+)?\.(zip|changelog|delta|snapshot)(\.crc)?$")
-_RETIRED = "_retired"
 
 
 @dataclass(frozen=True)
@@ -59,36 +54,38 @@ class OlderState:
 def older_state(checkpoint: str, batch_id: int,
                 storage_options: dict[str, Any] | None = None) -> OlderState:
     """What holds state from before batch ``batch_id``'s version, at ``checkpoint`` (the
-    location as Spark was given it)."""
+    location as Spark was given it): each operator's folder listed once."""
     loc = _opened(checkpoint, storage_options)
     version = version_of_batch(batch_id)
-    root = loc.root
     files: list[str] = []
     versions: set[int] = set()
     ssts = 0
     for op in loc.operators():
         op_dir = loc.path("state", str(op))
-        retired = posixpath.join(op_dir, _RETIRED)
-        if loc.fs.isdir(retired):
-            files.extend(_all_files(loc, retired))
-        for part in loc.subfolders(op_dir):
-            if not is_number(part):
+        needed = {posixpath.relpath(posixpath.join(store.path, f), op_dir)
+                  for store in loc.stores(op) for f in _needed(loc, store, version)}
+        for path in _all_files(loc, op_dir):
+            relative = posixpath.relpath(path, op_dir)
+            parts = relative.split("/")
+            spark = SPARK_FILE.match(parts[-1])
+            if parts[0] == RETIRED:
+                files.append(path)
+            elif not is_number(parts[0]):  # _metadata, _stateSchema: no rows
                 continue
-            part_dir = posixpath.join(op_dir, part)
-            for path in _all_files(loc, part_dir):
-                m = _SPARK_FILE.match(posixpath.basename(path))
-                if m and int(m.group(1)) < version:
+            elif spark:
+                if int(spark.group(1)) < version:
                     files.append(path)
-                    versions.add(int(m.group(1)))
-                elif "/SSTs/" in path[len(part_dir):]:
-                    ssts += 1
-        for store in loc.stores(op):
-            held = _held_in_store(loc, store, version)
-            files.extend(held)
-            versions.update(_version_in_name(p) for p in held if "/versions/" in p)
+                    versions.add(int(spark.group(1)))
+            elif "SSTs" in parts[1:-1]:
+                ssts += 1
+            elif ROCKSTATE_DIRS & set(parts[1:-1]) and relative not in needed \
+                    and _sidecar_of(relative) not in needed:
+                files.append(path)
+                if "versions" in parts[1:-1]:
+                    versions.add(_version_in_name(path))
     versions = {v for v in versions if 0 <= v < version}
     checkpoints = tuple(c.version for c in loc.checkpoints() if c.version < version)
-    relative = sorted(posixpath.relpath(f, root) for f in files)
+    relative = sorted(posixpath.relpath(f, loc.root) for f in files)
     return OlderState(version, tuple(relative), tuple(sorted(versions)), checkpoints, ssts)
 
 
@@ -132,31 +129,27 @@ def _all_files(loc: CheckpointLocation, top: str) -> list[str]:
                   if info.get("type") != "directory")
 
 
-def _held_in_store(loc: CheckpointLocation, store: StoreRef, version: int) -> list[str]:
-    """A rockstate store's files that ``version`` does not need (all of them, when the store
-    has no such version: a store the query no longer has)."""
-    needed: set[str] = set()
-    if version in loc.versions(store):
-        entry = loc.landed(store, version)
-        manifest = loc.manifest(store, version, entry)
-        needed.add(entry.path)
-        needed.update(manifest.references())
-        if manifest.snapshot is not None:
-            snap = loc.snapshot_manifest(store, manifest.snapshot.path, f"version {version}")
-            needed.update(f.path for f in snap.files)
-    held = []
-    for sub in _ROCKSTATE_DIRS:
-        top = posixpath.join(store.path, sub)
-        if not loc.fs.isdir(top):
-            continue
-        for path in _all_files(loc, top):
-            relative = posixpath.relpath(path, store.path)
-            name = posixpath.basename(relative)
-            sidecar = name.startswith(".") and name.endswith(".crc")
-            plain = posixpath.join(posixpath.dirname(relative), name[1:-4]) if sidecar else ""
-            if relative not in needed and plain not in needed:
-                held.append(path)
-    return held
+def _needed(loc: CheckpointLocation, store: StoreRef, version: int) -> set[str]:
+    """The files of a rockstate store (relative to it) that ``version`` needs: its version
+    file, what its lineage links, its snapshot's files; none when the store has no such
+    version (a store the query no longer has)."""
+    if version not in loc.versions(store):
+        return set()
+    entry = loc.landed(store, version)
+    manifest = loc.manifest(store, version, entry)
+    needed = {entry.path, *manifest.references()}
+    if manifest.snapshot is not None:
+        snap = loc.snapshot_manifest(store, manifest.snapshot.path, f"version {version}")
+        needed.update(f.path for f in snap.files)
+    return needed
+
+
+def _sidecar_of(path: str) -> str:
+    """For a checksum sidecar (``.<name>.crc``), the file it checks; else ``""``."""
+    name = posixpath.basename(path)
+    if name.startswith(".") and name.endswith(".crc"):
+        return posixpath.join(posixpath.dirname(path), name[1:-4])
+    return ""
 
 
 def _version_in_name(path: str) -> int:

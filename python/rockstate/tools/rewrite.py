@@ -25,7 +25,7 @@ entries). Partition folders a smaller count no longer uses are moved aside
 A rewrite may also change the rows themselves (``RowChange``: forgetting keys, in
 ``rockstate.tools.forget``): each operator's rows pass through it between the read and the
 write. Such a rewrite batch keeps the partition count and provider, so its offset log entry
-names the change (``CHANGE_KEY``: what it was, and a digest of its input), which is how a run
+names the change (``CHANGE_KEY``: what it was, and what it was given), which is how a run
 killed midway is told from a finished one and resumed only as the same change.
 """
 
@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import json
 import posixpath
-import re
 import time
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -41,6 +40,7 @@ from typing import Any, Protocol
 from rockstate.checkpoint.json_text import load_json
 from rockstate.checkpoint.model import version_of_batch
 from rockstate.checkpoint.paths import is_number
+from rockstate.checkpoint.state_folders import RETIRED, ROCKSTATE_DIRS, SPARK_DIRS, SPARK_FILE
 from rockstate.checkpoint.writable_location import WritableLocation
 from rockstate.errors import CorruptCheckpointError, RockstateError
 from rockstate.session.providers import (
@@ -78,15 +78,8 @@ _TRANSFORM_WITH_STATE = {
     "transformWithStateInPySparkExec",
 }
 _ENCODING_KEY = "spark.sql.streaming.stateStore.encodingFormat"
-_RETIRED = "_retired"
-# What each kind of provider writes in a partition's (or a store's) folder. Spark's: numbered
-# snapshots, changelogs and deltas (and their checksums), shared SSTs and logs; rockstate's:
-# its folders.
-_SPARK_FILE = re.compile(r"^\.?\d+(_[0-9a-f-]+)?\.(zip|changelog|delta|snapshot)(\.crc)?$")
-_SPARK_DIRS = {"SSTs", "logs"}
-_ROCKSTATE_DIRS = {"versions", "manifests", "snapshots", "sst", "meta", "changelog"}
 _STAGING = "_rockstate_rewrite"
-# The offset log entry of a rewrite batch that changed rows: ``<kind>:<digest>``. Outside
+# The offset log entry of a rewrite batch that changed rows: ``<kind>:<input>``. Outside
 # Spark's and rockstate's conf prefixes: Spark restores only its own confs from the log.
 CHANGE_KEY = "rockstate.rewrite.change"
 
@@ -139,7 +132,8 @@ class RowChange(Protocol):
 
     @property
     def marker(self) -> str:
-        """``<kind>:<digest>``, recorded in the rewrite batch's offset log entry."""
+        """``<kind>:<input>`` (``forget:<digest of the keys>``, ``transform:operator-<id>``),
+        recorded in the rewrite batch's offset log entry."""
         ...
 
     def check(self, stores: list[OperatorStore], rows: dict[tuple[int, str], Any]) -> None:
@@ -348,9 +342,9 @@ def _refuse_unmovable_families(spark: Any, ckpt: WritableLocation, stores: list[
 
 def _written_by(name: str, is_dir: bool) -> str | None:
     """Which kind of provider writes an entry of this name in a partition's folder."""
-    if name in _SPARK_DIRS if is_dir else _SPARK_FILE.match(name):
+    if name in SPARK_DIRS if is_dir else SPARK_FILE.match(name):
         return "spark"
-    return "rockstate" if is_dir and name in _ROCKSTATE_DIRS else None
+    return "rockstate" if is_dir and name in ROCKSTATE_DIRS else None
 
 
 def _refuse_state_ids(ckpt: WritableLocation, batch: int) -> None:
@@ -510,7 +504,7 @@ def _retire_partitions(ckpt: WritableLocation, n: int, batch: int) -> None:
         for p in ckpt.fs.ls(base, detail=False):
             name = posixpath.basename(p.rstrip("/"))
             if is_number(name) and int(name) >= n and ckpt.fs.isdir(p):
-                target = posixpath.join(base, _RETIRED, f"{batch}-{name}")
+                target = posixpath.join(base, RETIRED, f"{batch}-{name}")
                 ckpt.fs.makedirs(posixpath.dirname(target), exist_ok=True)
                 ckpt.move_dir(p, target)
 
@@ -530,7 +524,7 @@ def retire_files_of_other_providers(ckpt: WritableLocation, provider: str, batch
                 continue
             folders = [p] + [d for d in ckpt.fs.ls(p, detail=False) if ckpt.fs.isdir(d)
                              and posixpath.basename(d.rstrip("/")) not in
-                             _SPARK_DIRS | _ROCKSTATE_DIRS | {"_metadata"}]
+                             SPARK_DIRS | ROCKSTATE_DIRS | {"_metadata"}]
             entries = [e for folder in folders for e in ckpt.fs.ls(folder, detail=True)]
             for entry in entries:
                 path = entry["name"].rstrip("/")
@@ -538,7 +532,7 @@ def retire_files_of_other_providers(ckpt: WritableLocation, provider: str, batch
                 kind = _written_by(posixpath.basename(path), is_dir)
                 if kind is None or kind == mine:
                     continue
-                target = posixpath.join(base, _RETIRED, f"{batch}-{part}-{kind}",
+                target = posixpath.join(base, RETIRED, f"{batch}-{part}-{kind}",
                                         posixpath.relpath(path, p))
                 ckpt.fs.makedirs(posixpath.dirname(target), exist_ok=True)
                 if is_dir:

@@ -17,7 +17,6 @@ and transformWithState in column families; both are refused (forget keys from a 
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -56,8 +55,7 @@ class _Transform:
     def marker(self) -> str:
         # The operator, not the function: a run resumed with another function rewrites every
         # store again from the same batch, so nothing of the first run's output remains.
-        digest = hashlib.sha256(f"operator {self.operator}".encode()).hexdigest()[:16]
-        return f"transform:{digest}"
+        return f"transform:operator-{self.operator}"
 
     def check(self, stores: list[OperatorStore], rows: dict[tuple[int, str], Any]) -> None:
         mine = [s for s in stores if s.operator_id == self.operator]
