@@ -99,6 +99,16 @@ def _after(run: StreamRun, boundary: int) -> list[list[tuple]]:
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_forgotten_keys_continue_like_an_oracle_that_never_saw_them(spark, workdir: Path,
                                                                     kind: str):
+    _forget_like_the_oracle(spark, workdir, kind)
+
+
+def test_a_join_side_forgets_rows_in_real_executors(cluster_spark, workdir: Path):
+    """The same on local-cluster (two executor JVMs): the renumbering and recounting run in
+    the executors that write the new version."""
+    _forget_like_the_oracle(cluster_spark, workdir, "join-rows-of-one-side")
+
+
+def _forget_like_the_oracle(spark, workdir: Path, kind: str) -> None:
     build, mode, sources, reads, (column, keys, dropped) = KINDS[kind]
     batches = BATCHES if sources == 1 else sided(BATCHES)
     never_saw = [[e for e in b if not (i < FORGET_AT and dropped(e))]
