@@ -171,7 +171,9 @@ def test_cli_report_and_inspect_print_what_they_should(spark, history: Path, tmp
     assert inspect.returncode == 0, inspect.stderr
     summary = json.loads(run_cli("inspect", str(history), "--json").stdout)
     lines = inspect.stdout.splitlines()
-    assert lines[0] == f"{history}: operators [0, 1]"
+    # Spark numbers operators from the sink down: the aggregation is 0, the dedupe 1.
+    assert lines[0] == f"{history}: operators 0 (stateStoreSave), 1 (dedupe)"
+    assert summary["operatorKinds"] == {"0": "stateStoreSave", "1": "dedupe"}
     assert lines[1].split() == ["op", "part", "store", "versions", "snapshots", "keys",
                                 "column", "families"]
     for store, line in zip(summary["stores"], lines[2:], strict=False):
