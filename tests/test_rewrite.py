@@ -8,12 +8,8 @@ in real executor JVMs. Then what is refused, and a rewrite killed (SIGKILL) midw
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
 import subprocess
-import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -31,6 +27,7 @@ from rockstate.tools.read import read_state
 from rockstate.tools.rewrite import migrate, rescale
 from support.cli import run_cli
 from support.queries import SCHEMA, events, join, pandas_count_until_timeout, sided
+from support.rewrite_kill import kill_rewrite_at
 from support.streams import (
     PROVIDER_KEY,
     StreamRun,
@@ -507,26 +504,6 @@ def test_the_cli_rescales_and_says_why_it_refuses(spark, workdir: Path):
     assert again.returncode == 2 and "already has 3 partitions" in again.stderr
 
 
-def _kill_rescale_at(checkpoint: Path, partitions: int, pause: str, workdir: Path) -> None:
-    """Runs a rescale in a process of its own and SIGKILLs it (Python and its JVM) at
-    ``pause``."""
-    marker, log = workdir / f"paused-{pause}", workdir / f"child-{pause}.log"
-    with open(log, "w") as err:
-        child = subprocess.Popen(
-            [sys.executable, str(Path(__file__).parent / "support" / "rewrite_child.py"),
-             str(checkpoint),
-             str(partitions), pause, str(marker)], start_new_session=True,
-            stdout=subprocess.DEVNULL, stderr=err)
-    deadline = time.monotonic() + 300
-    while not marker.exists():
-        assert child.poll() is None, log.read_text()[-3000:]
-        assert time.monotonic() < deadline, "the rescale never reached its pause point"
-        time.sleep(0.2)
-    os.killpg(child.pid, signal.SIGKILL)
-    child.wait(60)
-    assert child.returncode == -signal.SIGKILL
-
-
 @pytest.mark.parametrize("pause,then", [
     pytest.param("after-first-store", "restart-as-before", marks=MAIN_LINE_ONLY),
     pytest.param("after-first-store", "rescale-again", marks=MAIN_LINE_ONLY),
@@ -542,7 +519,7 @@ def test_a_rescale_killed_midway(cluster_spark, workdir: Path, pause: str, then:
 
     def relocate(query, checkpoint):
         query.stop()
-        _kill_rescale_at(Path(checkpoint), 7, pause, workdir)
+        kill_rewrite_at(Path(checkpoint), "7", pause, workdir)
         committed = sorted(int(p.name) for p in (Path(checkpoint) / "commits").iterdir()
                            if p.name.isdigit())
         offsets = sorted(int(p.name) for p in (Path(checkpoint) / "offsets").iterdir()

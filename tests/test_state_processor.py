@@ -1,7 +1,7 @@
 """Changing a stopped query's rows. Forgetting keys: a query runs part of its input, stops,
 forgets some keys, and runs the rest. The oracle is the same query on Spark's HDFS provider
 whose input never had the forgotten rows before that point: from the forget on, the two give
-the same output, and end with the same state. Then an interrupted forget resumed, the history
+the same output, and end with the same state. Then a forget killed midway, the history
 it leaves and its purge, and what forget refuses. Transforming an operator's rows: the oracle's
 input before that point is changed as the transform changes the state (a sum's values doubled,
 a key renamed).
@@ -15,15 +15,25 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 import rockstate
 from rockstate.checkpoint.location import CheckpointLocation
+from rockstate.checkpoint.state_schema import v2_schemas
 from rockstate.session.providers import SPARK_HDFS_CLASS, SPARK_ROCKSDB_CLASS
 from rockstate.tools import history
 from rockstate.tools.forget import ForgetResult, forget
 from rockstate.tools.transform import transform
 from support.cli import run_cli
-from support.queries import SCHEMA, events, pandas_count_until_timeout, sided
+from support.queries import (
+    GAIN_MAX_SCHEMA,
+    SCHEMA,
+    events,
+    gain_max,
+    pandas_count_until_timeout,
+    sided,
+)
+from support.rewrite_kill import kill_rewrite_at
 from support.streams import StreamRun, run_stream, state_frame
 
 TWS = Path(__file__).parent / "fixtures" / "transform-with-state" / "spark-4.0" / "checkpoint"
@@ -181,22 +191,41 @@ def _refusal(call: Callable[[], object]) -> str:
     return str(e.value)
 
 
-def test_an_interrupted_forget_completes_when_run_again_and_only_as_itself(spark,
-                                                                            workdir: Path):
+def test_a_killed_forget_restarts_as_before_or_completes_when_run_again(spark,
+                                                                       workdir: Path):
+    """A forget SIGKILLed after it wrote the store and before its offset log entry: the query
+    restarts as before, the key still counted. Killed again after the offset entry and before
+    the commit entry: another forget is refused until the same one, run again, completes."""
     ckpt = _small_query(spark, workdir, "interrupted")
-    keys = spark.createDataFrame([("a",)], ["key"])
-    first = forget(spark, str(ckpt), keys)
-    after_first = _state(spark, ckpt)
-    # Killed after the offset log entry, before the commit entry: what a kill there leaves.
-    (ckpt / "commits" / str(first.rewrite.batch_id)).unlink()
+
+    def numbered(folder: str) -> list[int]:
+        return sorted(int(p.name) for p in (ckpt / folder).iterdir() if p.name.isdigit())
+
+    before = _state(spark, ckpt)
+    kill_rewrite_at(ckpt, "forget-a", "after-first-store", workdir)
+    assert numbered("offsets") == numbered("commits")
+    restarted = run_stream(spark, rockstate.PROVIDER_CLASS,
+                           lambda s: s.groupBy("key", "value").count(), [events(0, "ab")],
+                           workdir=workdir, name="interrupted", schema=SCHEMA,
+                           output_mode="update", checkpoint=str(ckpt), first_file=2,
+                           confs={"spark.sql.shuffle.partitions": "2"})
+    # Batch 0's events again: each (key, value) pair counted once more than before.
+    counts = {(k["key"], k["value"]): v["count"] for k, v in before}
+    assert sorted(r for rows in restarted.outputs.values() for r in rows) == \
+        sorted((e["key"], e["value"], counts[(e["key"], e["value"])] + 1)
+               for e in events(0, "ab"))
+
+    kill_rewrite_at(ckpt, "forget-a", "before-commit", workdir)
+    pending = numbered("offsets")[-1]
+    assert pending == numbered("commits")[-1] + 1
     other = spark.createDataFrame([("b",)], ["key"])
     refused = _refusal(lambda: forget(spark, str(ckpt), other))
-    assert f"batch {first.rewrite.batch_id}" in refused and "forgets rows" in refused
-    again = forget(spark, str(ckpt), keys)
-    assert again.rewrite.batch_id == first.rewrite.batch_id
-    assert _state(spark, ckpt) == after_first
-    assert not [r for r in after_first if r[0]["key"] == "a"]
-    assert (ckpt / "commits" / str(first.rewrite.batch_id)).exists()
+    assert f"batch {pending}" in refused and "forgets rows" in refused
+    again = forget(spark, str(ckpt), spark.createDataFrame([("a",)], ["key"]))
+    assert again.rewrite.batch_id == pending and numbered("commits")[-1] == pending
+    after = _state(spark, ckpt)
+    assert after and not [r for r in after if r[0]["key"] == "a"]
+    assert [r for r in after if r[0]["key"] == "b"]
 
 
 def test_what_forget_refuses(spark, workdir: Path):
@@ -282,6 +311,99 @@ def test_a_transformed_aggregation_continues_like_an_oracle_fed_the_changed_inpu
     assert rockstate.verify(str(mine.checkpoint)).ok
 
 
+def _sum_then_max(gained: dict[str, bool]):
+    """``sum(value)`` by key; once ``gained["max"]`` is set, also ``max(value)``: the query
+    the user redeploys after the transform."""
+    def build(stream):
+        columns = [F.sum("value").alias("total")]
+        if gained["max"]:
+            columns.append(F.max("value").alias("top"))
+        return stream.groupBy("key").agg(*columns)
+    return build
+
+
+@pytest.mark.parametrize("provider", [rockstate.PROVIDER_CLASS, SPARK_ROCKSDB_CLASS])
+def test_an_aggregation_that_gains_a_column_continues_like_the_oracle(spark, workdir: Path,
+                                                                      provider: str):
+    """The query stops, its state gains max's buffer (empty: null), and the query comes back
+    with max(value) added: Spark's schema check accepts it, the sums go on from the old state
+    and the max covers only the events after the transform. The oracle runs the new query from
+    the start on Spark's HDFS provider, its max over the events after that point only. On
+    rockstate the transform is first SIGKILLed after it replaced the schema file and before
+    its commit, and run again; on Spark's RocksDB provider, a copy of the checkpoint that was
+    not transformed shows Spark refusing the new query."""
+    # Values that fall from batch to batch: a max that kept the old events would differ.
+    batches = [[{**e, "value": 100 - e["value"]} for e in b] for b in BATCHES]
+    cutoff = batches[FORGET_AT][0]["ts"]  # the first event after the transform
+    oracle_build = lambda s: s.groupBy("key").agg(  # noqa: E731
+        F.sum("value").alias("total"),
+        F.max(F.when(F.col("ts") >= F.lit(cutoff).cast("timestamp"), F.col("value")))
+        .alias("top"))
+    gained = {"max": False}
+    boundaries: dict[str, int] = {}
+
+    def relocate(query, checkpoint):
+        boundaries["mine"] = query.lastProgress["batchId"]
+        query.stop()
+        ckpt = Path(checkpoint)
+        if provider == rockstate.PROVIDER_CLASS:
+            kill_rewrite_at(ckpt, "gain-max", "after-schema", workdir)
+            # The kill left the new schema in place and the batch uncommitted.
+            assert [f["name"] for f in v2_schemas(CheckpointLocation(str(ckpt)), 0)[1]
+                    ["fields"]] == ["sum", "max"]
+            assert not (ckpt / "commits" / str(boundaries["mine"] + 1)).exists()
+        else:
+            shutil.copytree(ckpt, workdir / "not-transformed")
+        result = rockstate.Checkpoint(str(ckpt)).transform(spark, 0, gain_max,
+                                                           value_schema=GAIN_MAX_SCHEMA)
+        assert result.store.rows_read == result.store.keys > 0
+        boundaries["mine"] = result.rewrite.batch_id
+        gained["max"] = True
+        return checkpoint
+
+    def stop_oracle(query, checkpoint):
+        boundaries["oracle"] = query.lastProgress["batchId"]
+        query.stop()
+        return checkpoint
+
+    confs = {"spark.sql.shuffle.partitions": "3"}
+    oracle = run_stream(spark, SPARK_HDFS_CLASS, oracle_build, batches, workdir=workdir,
+                        name="gain-oracle", schema=SCHEMA, output_mode="update",
+                        restart_at=FORGET_AT, relocate=stop_oracle, confs=confs)
+    mine = run_stream(spark, provider, _sum_then_max(gained), batches, workdir=workdir,
+                      name="gain", schema=SCHEMA, output_mode="update", restart_at=FORGET_AT,
+                      relocate=relocate, confs=confs)
+    assert _after(mine, boundaries["mine"]) == _after(oracle, boundaries["oracle"])
+    seen = [e for b in batches[:FORGET_AT] for e in b]
+    old_max = {e["key"]: max(v["value"] for v in seen if v["key"] == e["key"]) for e in seen}
+    assert any(r[0] in old_max and r[2] < old_max[r[0]]
+               for rows in _after(mine, boundaries["mine"]) for r in rows), \
+        "no old key's max fell below its old one: the test cannot tell an empty max from an old"
+    assert _state(spark, mine.checkpoint) == _state(spark, oracle.checkpoint)
+    if provider == rockstate.PROVIDER_CLASS:
+        assert rockstate.verify(str(mine.checkpoint)).ok
+        return
+    # The max dropped again: the query without it goes on from the sums.
+    totals = {k["key"]: v["sum"] for k, v in _state(spark, mine.checkpoint)}
+    rockstate.Checkpoint(str(mine.checkpoint)).transform(
+        spark, 0, lambda rows: rows.select("key", F.struct("value.sum").alias("value")),
+        value_schema=StructType([GAIN_MAX_SCHEMA["sum"]]))
+    gained["max"] = False
+    last = events(len(batches), "ab")
+    # One more file in the same input folder (Spark's file source stays in its first one).
+    dropped = run_stream(spark, provider, _sum_then_max(gained), [last], workdir=workdir,
+                         name="gain", schema=SCHEMA, output_mode="update", confs=confs,
+                         checkpoint=str(mine.checkpoint), first_file=len(batches))
+    assert [r for rows in dropped.outputs.values() for r in rows] == \
+        [(e["key"], totals[e["key"]] + e["value"]) for e in last]
+    # Without the transform, Spark refuses the query with the max.
+    gained["max"] = True
+    with pytest.raises(Exception, match="SCHEMA_NOT_COMPATIBLE"):
+        run_stream(spark, provider, _sum_then_max(gained), [last], workdir=workdir,
+                   name="gain", schema=SCHEMA, output_mode="update", confs=confs,
+                   checkpoint=str(workdir / "not-transformed"), first_file=len(batches) + 1)
+
+
 def test_what_transform_refuses_and_the_cli(spark, workdir: Path):
     ckpt = _small_query(spark, workdir, "transform-refusals")
     before = sorted(p.name for p in (ckpt / "offsets").iterdir())
@@ -295,13 +417,22 @@ def test_what_transform_refuses_and_the_cli(spark, workdir: Path):
     assert "times; a store holds a key once" in merged
     assert sorted(p.name for p in (ckpt / "offsets").iterdir()) == before
     counts = {r[0]["key"] + str(r[0]["value"]): r[1]["count"] for r in _state(spark, ckpt)}
-    run = run_cli("transform", str(ckpt), "--operator", "0", "--sql",
-                  "SELECT key, named_struct('count', value.count + 10) AS value FROM state",
-                  "--master", "local[1]")
+    bad_ddl = _refusal(lambda: transform(spark, str(ckpt), 0, lambda rows: rows,
+                                         value_schema="count BIGINT,, seen"))
+    assert "is not a column list Spark reads" in bad_ddl
+    not_given = _refusal(lambda: transform(spark, str(ckpt), 0, lambda rows: rows,
+                                           value_schema="count BIGINT, seen INT"))
+    assert "returned value as struct<count:bigint>" in not_given
+    assert "its value_schema is struct<count:bigint,seen:int>" in not_given
+    assert sorted(p.name for p in (ckpt / "offsets").iterdir()) == before
+    # The command, with a new value column.
+    run = run_cli("transform", str(ckpt), "--operator", "0", "--value-schema",
+                  "count BIGINT, seen INT", "--sql", "SELECT key, named_struct('count', "
+                  "value.count + 10, 'seen', 1) AS value FROM state", "--master", "local[1]")
     assert run.returncode == 0, run.stderr
     assert "rows written" in run.stdout
-    assert {r[0]["key"] + str(r[0]["value"]): r[1]["count"] for r in _state(spark, ckpt)} == \
-        {k: v + 10 for k, v in counts.items()}
+    assert {r[0]["key"] + str(r[0]["value"]): tuple(r[1]) for r in _state(spark, ckpt)} == \
+        {k: (v + 10, 1) for k, v in counts.items()}
 
 
 def test_transform_refuses_a_join(spark, workdir: Path):

@@ -552,6 +552,9 @@ def _transform_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sql", required=True,
                    help="a SELECT over the view `state` (columns key and value, as rockstate "
                         "read shows them) returning key and value of the same types")
+    p.add_argument("--value-schema", metavar="DDL",
+                   help="the value's new schema, e.g. 'sum BIGINT, max INT' (an aggregation "
+                        "that gains a column); the SELECT returns values of it")
 
 
 def _transform_command(args: argparse.Namespace, rest: list[str]) -> int:
@@ -562,7 +565,8 @@ def _transform_command(args: argparse.Namespace, rest: list[str]) -> int:
         return rows.sparkSession.sql(args.sql)
 
     with _spark_job(args) as spark:
-        r = transform(spark, args.location, args.operator, by_sql)
+        r = transform(spark, args.location, args.operator, by_sql,
+                      value_schema=args.value_schema)
     print(f"{args.location}: batch {r.rewrite.batch_id} holds the state of batch "
           f"{r.rewrite.read_batch} with operator {r.operator_id} ({r.store.operator_name}) "
           f"transformed: {r.store.rows_read} rows in, {r.store.keys} rows written. Start the "

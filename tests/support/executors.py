@@ -25,10 +25,29 @@ def executor_pids(app_id: str) -> list[int]:
             if "CoarseGrainedExecutorBackend" in line and app_id in line]
 
 
+def _holds_stores(pid: int) -> bool:
+    """Whether the JVM has files of rockstate's local stores open (a loaded store keeps its
+    RocksDB files open under ``<local dir>/stores/``)."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    links = []
+    for fd in fds:
+        try:
+            links.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except OSError:
+            continue  # closed since the listing
+    return any("/stores/" in link for link in links)
+
+
 def kill_an_executor(app_id: str, killed: list[int]) -> None:
-    """SIGKILLs one executor JVM and waits for the worker to start its replacement."""
+    """SIGKILLs one executor JVM, one that holds loaded stores if any does (the scheduler
+    may have run every partition on the other, whose loss would test nothing), and waits for
+    the worker to start its replacement."""
     pids = [p for p in executor_pids(app_id) if p not in killed]
     assert pids, "no executor JVMs found to kill"
+    pids.sort(key=lambda p: not _holds_stores(p))
     os.kill(pids[0], signal.SIGKILL)
     killed.append(pids[0])
     wait_for(lambda: len([p for p in executor_pids(app_id) if p not in killed]) >= 2,

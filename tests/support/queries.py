@@ -5,6 +5,7 @@ larger keyed batches."""
 from __future__ import annotations
 
 from pyspark.sql import functions as F
+from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
 SCHEMA = "key STRING, value INT, ts TIMESTAMP"
 
@@ -78,3 +79,13 @@ def pandas_count_until_timeout(s):
     return s.withWatermark("ts", "5 minutes").groupBy("key").applyInPandasWithState(
         count_until_timeout, "key STRING, n LONG, expired BOOLEAN", "n LONG", "append",
         GroupStateTimeout.EventTimeTimeout)
+
+
+# A streaming aggregation's buffer (``sum(value)``) that gains ``max(value)``'s: the new
+# field starts from max's empty value, null.
+GAIN_MAX_SCHEMA = StructType([StructField("sum", LongType()), StructField("max", IntegerType())])
+
+
+def gain_max(rows):
+    return rows.select("key", F.struct("value.sum", F.lit(None).cast("int").alias("max"))
+                       .alias("value"))

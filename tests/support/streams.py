@@ -50,6 +50,7 @@ def run_stream(
     confs: dict[str, str] | None = None,
     checkpoint: str | None = None,
     relocate: Callable[[Any, Path | str], Path | str] | None = None,
+    first_file: int = 0,
 ) -> StreamRun:
     """Feeds ``batches`` (one JSON file each) to ``build(stream)`` and records every batch.
 
@@ -62,6 +63,8 @@ def run_stream(
     only. ``checkpoint`` puts the checkpoint at that URL (an object store, say) instead of
     ``workdir``. ``relocate(query, checkpoint)``, with ``restart_at``, stops the query itself
     and returns the checkpoint the query restarts from (a savepoint restored elsewhere, say).
+    ``first_file``: the number of the first input file, to go on feeding a checkpoint an
+    earlier run of the same ``name`` fed (Spark's file source stays in its first folder).
     """
     src = workdir / f"{name}-src"
     src.mkdir(parents=True, exist_ok=True)
@@ -103,9 +106,9 @@ def run_stream(
                 before_batch(i)
             # One file per batch, moved into place whole: a trigger never sees half a batch.
             body = "".join(json.dumps(r) + "\n" for r in rows)
-            tmp = src / f".batch-{i:04d}.json.tmp"
+            tmp = src / f".batch-{first_file + i:04d}.json.tmp"
             tmp.write_text(body)
-            tmp.rename(src / f"batch-{i:04d}.json")
+            tmp.rename(src / f"batch-{first_file + i:04d}.json")
             query.processAllAvailable()
             if query.lastProgress:
                 run.progress.append(query.lastProgress)

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import json
 import posixpath
 import struct
 from collections.abc import Mapping
@@ -40,9 +41,15 @@ class FamilySchema:
 
 
 def _utf(data: bytes, at: int) -> tuple[str, int]:
-    """A Java ``writeUTF`` string (2-byte big-endian length, then the bytes)."""
+    """A Java ``writeUTF`` string (2-byte big-endian length, then the bytes in modified UTF-8:
+    NUL as ``C0 80``, a character outside the BMP as two encoded surrogates)."""
     (n,) = struct.unpack_from(">H", data, at)
-    return data[at + 2:at + 2 + n].decode("utf-8"), at + 2 + n
+    raw = data[at:at + 2 + n][2:]
+    if len(raw) != n:
+        raise ValueError(f"a writeUTF string of {n} bytes has {len(raw)}")
+    text = raw.replace(b"\xc0\x80", b"\x00").decode("utf-8", "surrogatepass")
+    # Surrogate pairs joined into the characters they encode (a lone one is refused).
+    return text.encode("utf-16-be", "surrogatepass").decode("utf-16-be"), at + 2 + n
 
 
 def _chunked(data: bytes, at: int) -> tuple[str, int]:
@@ -56,6 +63,12 @@ def _chunked(data: bytes, at: int) -> tuple[str, int]:
     return "".join(parts), at
 
 
+def v2_schema_path(operator: int, store: str = DEFAULT_STORE) -> str:
+    """Where Spark keeps a store's schema file of format v2, relative to the checkpoint."""
+    return "/".join(["state", str(operator), "0"] + ([] if store == DEFAULT_STORE else [store])
+                    + ["_metadata", "schema"])
+
+
 def v2_schemas(loc: CheckpointLocation, operator: int,
                  store: str = DEFAULT_STORE) -> tuple[dict, dict]:
     """(key schema, value schema) Spark recorded for an operator's store, as JSON objects.
@@ -64,8 +77,7 @@ def v2_schemas(loc: CheckpointLocation, operator: int,
     Java ``writeUTF`` version, then key and value schema JSON, each as a count of
     ``writeUTF`` chunks).
     """
-    parts = ["state", str(operator), "0"] + ([] if store == DEFAULT_STORE else [store])
-    path = loc.path(*parts, "_metadata", "schema")
+    path = loc.path(v2_schema_path(operator, store))
     if not loc.fs.exists(path):
         v3 = loc.path("state", str(operator), "_stateSchema")
         hint = (" Spark wrote a v3 schema (_stateSchema/), which this reader does not read yet."
@@ -85,6 +97,41 @@ def v2_schemas(loc: CheckpointLocation, operator: int,
     except (struct.error, ValueError, UnicodeDecodeError) as e:
         raise CorruptCheckpointError(f"state schema {path} is damaged ({e}).") from None
     return schemas[0], schemas[1]
+
+
+def encode_v2_schemas(key: dict, value: dict) -> bytes:
+    """A schema file of format v2 holding ``key`` and ``value`` (Spark types as JSON), as
+    Spark's reader reads it: ``v2``, then each schema's compact JSON as a count of chunks."""
+    out = bytearray(_java_utf("v2"))
+    for schema in (key, value):
+        text = json.dumps(schema, separators=(",", ":"), ensure_ascii=False)
+        # At most 3 bytes a character: every chunk fits writeUTF's 65,535.
+        chunks = [text[i:i + _CHUNK] for i in range(0, len(text), _CHUNK)] or [""]
+        out += struct.pack(">i", len(chunks))
+        for chunk in chunks:
+            out += _java_utf(chunk)
+    return bytes(out)
+
+
+_CHUNK = 16_384
+
+
+def _java_utf(text: str) -> bytes:
+    """Java's ``writeUTF``: modified UTF-8 (NUL as two bytes, characters outside the BMP as
+    two 3-byte surrogates) after a 2-byte big-endian length."""
+    units = struct.unpack(f">{len(text.encode('utf-16-be', 'surrogatepass')) // 2}H",
+                          text.encode("utf-16-be", "surrogatepass"))
+    out = bytearray()
+    for c in units:
+        if 0 < c < 0x80:
+            out.append(c)
+        elif c < 0x800:
+            out += bytes([0xC0 | c >> 6, 0x80 | c & 0x3F])
+        else:
+            out += bytes([0xE0 | c >> 12, 0x80 | c >> 6 & 0x3F, 0x80 | c & 0x3F])
+    if len(out) > 0xFFFF:
+        raise ValueError(f"a writeUTF string of {len(out)} bytes")
+    return struct.pack(">H", len(out)) + bytes(out)
 
 
 def schema_files(loc: CheckpointLocation, operator: int, store: str = "default",

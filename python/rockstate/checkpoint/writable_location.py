@@ -114,6 +114,20 @@ class WritableLocation:
         self.fs.pipe_file(tmp, data)
         self.fs.mv(tmp, path)
 
+    def replace(self, relative: str, data: bytes) -> None:
+        """Replaces a file Spark wrote (a state schema) by one rename: Spark reads the old
+        bytes or the new ones. Hadoop's checksum beside it (``.<name>.crc``) is removed first:
+        a file without one reads, a file with a stale one does not."""
+        path = self.path(relative)
+        folder, name = posixpath.split(path)
+        self.fs.makedirs(folder, exist_ok=True)
+        tmp = posixpath.join(folder, f".{name}.{uuid.uuid4()}.tmp")
+        self.fs.pipe_file(tmp, data)
+        crc = posixpath.join(folder, f".{name}.crc")
+        if self.fs.exists(crc):
+            self.fs.rm(crc)
+        self.fs.mv(tmp, path)
+
     def remove(self, relative: str) -> None:
         if self.fs.exists(self.path(relative)):
             self.fs.rm(self.path(relative), recursive=True)

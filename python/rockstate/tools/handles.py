@@ -191,13 +191,16 @@ class Checkpoint:
         return forget.forget(spark, self.location, keys, purge_history=purge_history,
                              storage_options=self.storage_options)
 
-    def transform(self, spark: Any, operator: int, fn: Callable[[Any], Any]
-                  ) -> TransformResult:
+    def transform(self, spark: Any, operator: int, fn: Callable[[Any], Any], *,
+                  value_schema: Any = None) -> TransformResult:
         """Writes ``fn(rows)`` as operator ``operator``'s state of a new batch of the stopped
         query: ``rows`` is a DataFrame of ``key`` and ``value`` as ``read`` shows them, and
-        ``fn`` returns the same columns of the same types, each key once. Function form:
+        ``fn`` returns the same columns of the same types, each key once, or values of
+        ``value_schema`` (a ``StructType``), which becomes the schema Spark checks the
+        restarted query against. Function form:
         ``rockstate.transform(spark, location, operator, fn)``."""
         return transform.transform(spark, self.location, operator, fn,
+                                   value_schema=value_schema,
                                    storage_options=self.storage_options)
 
 

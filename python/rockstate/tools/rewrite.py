@@ -51,6 +51,7 @@ from rockstate.session.providers import (
     SPARK_ROCKSDB_CLASS,
 )
 from rockstate.session.spark_conf import PROVIDER_CLASS, PROVIDER_KEY
+from rockstate.tools import schema_change
 
 SHUFFLE_PARTITIONS_KEY = "spark.sql.shuffle.partitions"
 
@@ -168,10 +169,13 @@ def migrate(spark: Any, checkpoint: str, to: str, partitions: int | None = None,
 
 def rewrite(spark: Any, checkpoint: str, *, partitions: int | None = None,
             provider: str | None = None, storage_options: dict[str, Any] | None = None,
-            change: RowChange | None = None) -> RewriteResult:
+            change: RowChange | None = None,
+            value_schemas: dict[tuple[int, str], dict] | None = None) -> RewriteResult:
     """Rewrites the state of the stopped query at ``checkpoint`` (the location Spark was
     given) for ``partitions`` and/or ``provider``, its rows through ``change`` if given, as a
-    new committed batch; see the module."""
+    new committed batch; see the module. ``value_schemas``: a new value schema (Spark's type
+    as JSON) by (operator, store), for a ``change`` whose rows have it
+    (``rockstate.tools.schema_change``)."""
     started = time.monotonic()
     ckpt = WritableLocation(checkpoint, storage_options or {})
     _refuse_running(spark, ckpt)
@@ -184,6 +188,11 @@ def rewrite(spark: Any, checkpoint: str, *, partitions: int | None = None,
     marker = change.marker if change is not None else None
     read_batch, batch, resumed = _batches(ckpt, partitions, provider, marker)
     confs = ckpt.confs(read_batch)
+    if resumed:  # the old schemas back before the old rows are read again
+        schemas = schema_change.recorded(ckpt, ckpt.confs(batch))
+        schema_change.put(ckpt, schemas, "before")
+    else:
+        schemas = schema_change.planned(ckpt, value_schemas or {})
     before_n = int(confs.get(SHUFFLE_PARTITIONS_KEY, "0"))
     before_provider = confs.get(PROVIDER_KEY, SPARK_HDFS_CLASS)
     n = partitions if partitions is not None else before_n
@@ -228,17 +237,22 @@ def rewrite(spark: Any, checkpoint: str, *, partitions: int | None = None,
         of_op_rows = {s.store_name: read_rows[(op, s.store_name)] for s in of_op}
         changed = change.apply(of_op, of_op_rows)
         for s in of_op:
+            new_value = next((c.after for c in schemas if (c.operator_id, c.store_name) ==
+                              (op, s.store_name)), None)
             written.append(_write_rows(session, ckpt, s, changed[s.store_name], batch, n,
                                        before_n, staging, target, new_confs,
-                                       read=of_op_rows[s.store_name]))
+                                       read=of_op_rows[s.store_name], value=new_value))
     _move_staged(ckpt, staging, before_n)
     if not resumed:
         entry_confs = new_confs if marker is None else {**new_confs, CHANGE_KEY: marker}
+        if schemas:
+            entry_confs[schema_change.SCHEMAS_KEY] = schema_change.conf_value(schemas)
         ckpt.publish(f"offsets/{batch}", ckpt.offsets_entry(read_batch, entry_confs))
     for op in sorted({s.operator_id for s in stores if s.column_families}):
         ckpt.publish(f"state/{op}/_metadata/v2/{batch}",
                      # Spark's offline repartition writes the same for its rewrite batch.
                      ckpt.operator_metadata(op, read_batch).encode({"numPartitions": n}))
+    schema_change.put(ckpt, schemas, "after")
     ckpt.publish(f"commits/{batch}", ckpt.read(f"commits/{read_batch}"))
     _retire_partitions(ckpt, n, batch)
     retire_files_of_other_providers(ckpt, target, batch)
@@ -391,15 +405,17 @@ def _read_rows(session: Any, ckpt: WritableLocation, s: OperatorStore, read_batc
 
 def _write_rows(session: Any, ckpt: WritableLocation, s: OperatorStore, state: Any, batch: int,
                 n: int, new_from: int, staging: str, provider: str, confs: dict[str, str],
-                read: Any = None) -> StoreRewrite:
+                read: Any = None, value: dict | None = None) -> StoreRewrite:
     """Writes ``state`` (``key``, ``value``) as the store's version of ``batch`` in each of
     the ``n`` partitions. ``read``: the rows a RowChange changed into ``state``, whose schema
-    (nullability included) is the store's, and which are counted."""
+    (nullability included) is the store's, and which are counted. ``value``: the store's new
+    value schema, if the change gave it one."""
     from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
 
     schema = (read if read is not None else state).schema
     key_type = schema["key"].dataType
-    value_type = schema["value"].dataType
+    value_type = schema["value"].dataType if value is None else StructType.fromJson(value)
     fields = _partition_key(s, [f.name for f in key_type.fields])
     # Spark's HashPartitioning over the same values of the same types as the query's shuffle.
     placed = state.select("key", "value").repartition(n, *[F.col("key")[f] for f in fields])
