@@ -199,7 +199,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 LONGEST_FILES = {
     "test_rewrite.py": 500, "test_standalone.py": 250,
     "test_read_state.py": 240, "test_s3.py": 220, "test_savepoint.py": 200,
-    "test_state_processor.py": 260, "test_checkpoints.py": 180, "test_process_exit.py": 150,
+    "test_state_processor.py": 600, "test_checkpoints.py": 180, "test_process_exit.py": 150,
     "test_nexmark.py": 130,
     "test_connect.py": 125,
 }

@@ -41,8 +41,11 @@ def _then_pause(write, marker: Path):
 
 
 def main(checkpoint: str, what: str, pause: str, marker: Path) -> None:
+    # Two shuffle partitions for the rewrite's own joins, as the tests' sessions have (the
+    # state keeps the count its checkpoint records).
     spark = rockstate.configure(SparkSession.builder.master("local[2]")
-                                .config("spark.ui.enabled", "false")).getOrCreate()
+                                .config("spark.ui.enabled", "false")
+                                .config("spark.sql.shuffle.partitions", "2")).getOrCreate()
     if pause == "after-first-store":
         # Every store is written by one of these two (a change's rows, or a rescale's rows
         # through the first; transformWithState's column families through the second).

@@ -188,11 +188,8 @@ def rewrite(spark: Any, checkpoint: str, *, partitions: int | None = None,
     marker = change.marker if change is not None else None
     read_batch, batch, resumed = _batches(ckpt, partitions, provider, marker)
     confs = ckpt.confs(read_batch)
-    if resumed:  # the old schemas back before the old rows are read again
-        schemas = schema_change.recorded(ckpt, ckpt.confs(batch))
-        schema_change.put(ckpt, schemas, "before")
-    else:
-        schemas = schema_change.planned(ckpt, value_schemas or {})
+    schemas = schema_change.recorded(ckpt, ckpt.confs(batch)) if resumed else []
+    schema_change.put(ckpt, schemas, "before")  # before the old rows are read again
     before_n = int(confs.get(SHUFFLE_PARTITIONS_KEY, "0"))
     before_provider = confs.get(PROVIDER_KEY, SPARK_HDFS_CLASS)
     n = partitions if partitions is not None else before_n
@@ -210,6 +207,8 @@ def rewrite(spark: Any, checkpoint: str, *, partitions: int | None = None,
         read_rows = {(s.operator_id, s.store_name): _read_rows(session, ckpt, s, read_batch)
                      for s in stores if not s.column_families}
         change.check(stores, read_rows)
+        if not resumed:
+            schemas = schema_change.planned(ckpt, value_schemas or {})
     elif not resumed and (n, target) == (before_n, before_provider):
         _retire_partitions(ckpt, before_n, batch - 1)
         raise RockstateError(
