@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from rockstate.checkpoint.location import CheckpointLocation
+from rockstate.checkpoint.schema_changes import changed_at, schemas_of_batch
 from rockstate.checkpoint.state_schema import encode_v2_schemas, v2_schema_path, v2_schemas
 from rockstate.checkpoint.writable_location import WritableLocation
 from rockstate.errors import CorruptCheckpointError
@@ -114,3 +115,26 @@ def test_nullable_reaches_nested_fields_elements_and_map_values():
     assert out["fields"][1]["type"]["elementType"]["fields"][0]["nullable"] is True
     assert out["fields"][2]["type"]["valueContainsNull"] is True
     assert schema["fields"][0]["nullable"] is False  # the input is not changed
+
+
+def test_a_version_from_before_a_change_has_the_schema_recorded_before_it(tmp_path: Path):
+    """Batch 2 is a rewrite batch that gave the store a new value schema: the versions of
+    batches 0 and 1 keep the old one (from the record), batches 2 and 3 have the file's."""
+    ckpt = _checkpoint(tmp_path, FORMATS / "v5" / "store" / "_metadata" / "schema")
+    location = WritableLocation(str(ckpt), {})
+    key, old = v2_schemas(location.loc, 0)
+    new = {"type": "struct", "fields": [
+        *old["fields"], {"name": "max", "type": "integer", "nullable": True, "metadata": {}}]}
+    (change,) = schema_change.planned(location, {(0, "default"): new})
+    for batch in range(4):
+        confs = {"spark.sql.shuffle.partitions": "2"}
+        if batch == 2:
+            confs[schema_change.SCHEMAS_KEY] = schema_change.conf_value([change])
+        (ckpt / "offsets" / str(batch)).write_text(
+            "v1\n" + json.dumps({"batchWatermarkMs": 0, "conf": confs}) + '\n{"logOffset":0}')
+    schema_change.put(location, [change], "after")
+    loc = CheckpointLocation(str(ckpt))
+    assert [schemas_of_batch(loc, 0, "default", b) for b in range(4)] == \
+        [(key, old), (key, old), (key, change.after), (key, change.after)]
+    assert [b for b, _ in changed_at(loc, 0, "default", 0)] == [2]
+    assert changed_at(loc, 0, "other-store", 0) == []

@@ -343,7 +343,7 @@ def test_an_aggregation_that_gains_a_column_continues_like_the_oracle(spark, wor
     boundaries: dict[str, int] = {}
 
     def relocate(query, checkpoint):
-        boundaries["mine"] = query.lastProgress["batchId"]
+        boundaries["mine"] = boundaries["read"] = query.lastProgress["batchId"]
         query.stop()
         ckpt = Path(checkpoint)
         if provider == rockstate.PROVIDER_CLASS:
@@ -380,8 +380,17 @@ def test_an_aggregation_that_gains_a_column_continues_like_the_oracle(spark, wor
                for rows in _after(mine, boundaries["mine"]) for r in rows), \
         "no old key's max fell below its old one: the test cannot tell an empty max from an old"
     assert _state(spark, mine.checkpoint) == _state(spark, oracle.checkpoint)
+    # The version from before the transform reads with the schema it was written with.
+    handle = rockstate.Checkpoint(str(mine.checkpoint))
+    earlier = handle.read(0, version=boundaries["read"] + 1).to_pylist()
+    assert {r["key"]["key"]: r["value"] for r in earlier} == \
+        {k: {"sum": sum(e["value"] for e in seen if e["key"] == k)} for k in old_max}
     if provider == rockstate.PROVIDER_CLASS:
         assert rockstate.verify(str(mine.checkpoint)).ok
+        refused = _refusal(lambda: handle.read_changes(0, 0))
+        assert f"batch {boundaries['mine']} of operator 0 store default changed its value " \
+            "schema" in refused
+        assert handle.read_changes(0, boundaries["mine"] + 1).num_rows > 0
         return
     # The max dropped again: the query without it goes on from the sums.
     totals = {k["key"]: v["sum"] for k, v in _state(spark, mine.checkpoint)}

@@ -27,7 +27,7 @@ from rockstate.checkpoint.format import (
 from rockstate.checkpoint.location import DEFAULT_STORE, CheckpointLocation, StoreRef, open_location
 from rockstate.checkpoint.model import batch_of_version, version_of_batch
 from rockstate.checkpoint.operator_metadata import is_transform_with_state
-from rockstate.checkpoint.state_schema import v2_schemas
+from rockstate.checkpoint.schema_changes import changed_at, schemas_of_batch
 from rockstate.encoding import row_checksum
 from rockstate.encoding.unsaferow import decode_rows
 from rockstate.errors import RockstateError
@@ -71,7 +71,14 @@ def read_changes(location: str | CheckpointLocation, operator: int = 0,
     if last > newest:
         raise RockstateError(f"batch {last} of operator {operator} is not committed in every "
                              f"partition (the newest all have is {newest}).")
-    key_schema, value_schema = v2_schemas(loc, operator, store)
+    changed = changed_at(loc, operator, store, from_batch)
+    if changed and changed[0][0] <= last:
+        raise RockstateError(
+            f"batch {changed[0][0]} of operator {operator} store {store} changed its value "
+            "schema (a transform); its changes and the earlier ones have different schemas. "
+            f"Read batches {from_batch} to {changed[0][0] - 1} and {changed[0][0]} to {last} "
+            "separately.")
+    key_schema, value_schema = schemas_of_batch(loc, operator, store, last)
     batches: list[int] = []
     types: list[str] = []
     keys: list[bytes] = []

@@ -29,8 +29,9 @@ from rockstate.checkpoint.operator_metadata import is_transform_with_state, read
 from rockstate.checkpoint.partitions import missing_partitions, recorded_partitions
 from rockstate.checkpoint.paths import file_name
 from rockstate.checkpoint.rockstate_store_reader import RockstateStoreReader
+from rockstate.checkpoint.schema_changes import schemas_of_batch
 from rockstate.checkpoint.spark_rocksdb_reader import SparkRocksDBReader
-from rockstate.checkpoint.state_schema import family_schemas, v2_schemas
+from rockstate.checkpoint.state_schema import family_schemas
 from rockstate.encoding.unsaferow import decode_rows
 from rockstate.errors import CorruptCheckpointError, RockstateError
 from rockstate.tools.read_workers import read_in_workers, worker_count
@@ -138,7 +139,9 @@ def plan_read(loc: CheckpointLocation, operator: int = 0, version: int | None = 
                                  f"the state variables {names}; read one with "
                                  "state_var=<name> (--state-var).")
         refuse_prefix_keys(loc, operator, store)
-        key_schema, value_schema = v2_schemas(loc, operator, store)
+        # The schema the version was written with (a transform may have changed it since).
+        key_schema, value_schema = schemas_of_batch(loc, operator, store,
+                                                    batch_of_version(version))
 
         def decode(keys: Rows, values: Rows, ids: Sequence[int]) -> pa.Table:
             try:

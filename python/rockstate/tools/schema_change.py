@@ -21,24 +21,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from rockstate.checkpoint.schema_changes import SCHEMAS_KEY, SchemaChange, parse_changes
 from rockstate.checkpoint.state_schema import encode_v2_schemas, v2_schema_path, v2_schemas
 from rockstate.checkpoint.writable_location import WritableLocation
-from rockstate.errors import CorruptCheckpointError, RockstateError
+from rockstate.errors import RockstateError
 
-# The rewrite batch's offset log entry: {"<op>/<store>": {"key", "before", "after"}}.
-SCHEMAS_KEY = "rockstate.rewrite.valueSchemas"
-
-
-@dataclass(frozen=True)
-class SchemaChange:
-    operator_id: int
-    store_name: str
-    key: dict  # Spark types as JSON; the key schema stays
-    before: dict
-    after: dict
+__all__ = ["SCHEMAS_KEY", "SchemaChange", "conf_value", "nullable", "planned", "put",
+           "recorded"]
 
 
 def planned(ckpt: WritableLocation, values: Mapping[tuple[int, str], dict]
@@ -66,26 +57,7 @@ def conf_value(changes: list[SchemaChange]) -> str:
 def recorded(ckpt: WritableLocation, confs: Mapping[str, str]) -> list[SchemaChange]:
     """The changes a rewrite batch's offset log entry records (none if it records none)."""
     text = confs.get(SCHEMAS_KEY)
-    if text is None:
-        return []
-    damaged = CorruptCheckpointError(
-        f"rockstate: the rewrite batch of {ckpt.url} records its schema changes "
-        f"({SCHEMAS_KEY}) in a form rockstate did not write; the offset log entry is damaged.")
-    try:
-        entries = json.loads(text)
-    except ValueError:
-        raise damaged from None
-    if not isinstance(entries, dict):
-        raise damaged
-    changes = []
-    for name, schemas in entries.items():
-        op, _, store = name.partition("/")
-        if not (op.isdigit() and store and isinstance(schemas, dict) and all(
-                isinstance(schemas.get(k), dict) for k in ("key", "before", "after"))):
-            raise damaged
-        changes.append(SchemaChange(int(op), store, schemas["key"], schemas["before"],
-                                    schemas["after"]))
-    return changes
+    return [] if text is None else parse_changes(text, f"the rewrite batch of {ckpt.url}")
 
 
 def put(ckpt: WritableLocation, changes: list[SchemaChange], side: str) -> None:
