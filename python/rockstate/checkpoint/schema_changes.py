@@ -78,6 +78,12 @@ def schemas_of_batch(loc: CheckpointLocation, operator: int, store: str,
                      batch: int) -> tuple[dict, dict]:
     """(key schema, value schema) of the store's state as batch ``batch`` committed it: the
     schema file's, or the schema before the first change after that batch."""
+    return schemas_before(loc, operator, store, changed_at(loc, operator, store, batch))
+
+
+def schemas_before(loc: CheckpointLocation, operator: int, store: str,
+                   later: list[tuple[int, SchemaChange]]) -> tuple[dict, dict]:
+    """(key schema, value schema) of the store before the changes ``later`` (``changed_at``
+    of a batch): the schema file's when there are none."""
     key, value = v2_schemas(loc, operator, store)
-    later = changed_at(loc, operator, store, batch)
     return (key, later[0][1].before) if later else (key, value)

@@ -44,7 +44,7 @@ def _utf(data: bytes, at: int) -> tuple[str, int]:
     """A Java ``writeUTF`` string (2-byte big-endian length, then the bytes in modified UTF-8:
     NUL as ``C0 80``, a character outside the BMP as two encoded surrogates)."""
     (n,) = struct.unpack_from(">H", data, at)
-    raw = data[at:at + 2 + n][2:]
+    raw = data[at + 2:at + 2 + n]
     if len(raw) != n:
         raise ValueError(f"a writeUTF string of {n} bytes has {len(raw)}")
     text = raw.replace(b"\xc0\x80", b"\x00").decode("utf-8", "surrogatepass")
@@ -119,8 +119,8 @@ _CHUNK = 16_384
 def _java_utf(text: str) -> bytes:
     """Java's ``writeUTF``: modified UTF-8 (NUL as two bytes, characters outside the BMP as
     two 3-byte surrogates) after a 2-byte big-endian length."""
-    units = struct.unpack(f">{len(text.encode('utf-16-be', 'surrogatepass')) // 2}H",
-                          text.encode("utf-16-be", "surrogatepass"))
+    utf16 = text.encode("utf-16-be", "surrogatepass")
+    units = struct.unpack(f">{len(utf16) // 2}H", utf16)
     out = bytearray()
     for c in units:
         if 0 < c < 0x80:

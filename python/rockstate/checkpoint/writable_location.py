@@ -109,10 +109,7 @@ class WritableLocation:
                 raise RockstateError(f"rockstate: {self.url} already has a different "
                                      f"{relative}; another query or rewrite wrote it.")
             return
-        tmp = self.path(posixpath.join(posixpath.dirname(relative),
-                                       f".{posixpath.basename(relative)}.{uuid.uuid4()}.tmp"))
-        self.fs.pipe_file(tmp, data)
-        self.fs.mv(tmp, path)
+        self._renamed_into_place(path, data)
 
     def replace(self, relative: str, data: bytes) -> None:
         """Replaces a file Spark wrote (a state schema) by one rename: Spark reads the old
@@ -121,11 +118,16 @@ class WritableLocation:
         path = self.path(relative)
         folder, name = posixpath.split(path)
         self.fs.makedirs(folder, exist_ok=True)
-        tmp = posixpath.join(folder, f".{name}.{uuid.uuid4()}.tmp")
-        self.fs.pipe_file(tmp, data)
         crc = posixpath.join(folder, f".{name}.crc")
         if self.fs.exists(crc):
             self.fs.rm(crc)
+        self._renamed_into_place(path, data)
+
+    def _renamed_into_place(self, path: str, data: bytes) -> None:
+        """``data`` written under a hidden temporary name beside ``path``, then renamed to it."""
+        folder, name = posixpath.split(path)
+        tmp = posixpath.join(folder, f".{name}.{uuid.uuid4()}.tmp")
+        self.fs.pipe_file(tmp, data)
         self.fs.mv(tmp, path)
 
     def remove(self, relative: str) -> None:

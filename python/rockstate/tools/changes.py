@@ -27,7 +27,7 @@ from rockstate.checkpoint.format import (
 from rockstate.checkpoint.location import DEFAULT_STORE, CheckpointLocation, StoreRef, open_location
 from rockstate.checkpoint.model import batch_of_version, version_of_batch
 from rockstate.checkpoint.operator_metadata import is_transform_with_state
-from rockstate.checkpoint.schema_changes import changed_at, schemas_of_batch
+from rockstate.checkpoint.schema_changes import changed_at, schemas_before
 from rockstate.encoding import row_checksum
 from rockstate.encoding.unsaferow import decode_rows
 from rockstate.errors import RockstateError
@@ -78,7 +78,9 @@ def read_changes(location: str | CheckpointLocation, operator: int = 0,
             "schema (a transform); its changes and the earlier ones have different schemas. "
             f"Read batches {from_batch} to {changed[0][0] - 1} and {changed[0][0]} to {last} "
             "separately.")
-    key_schema, value_schema = schemas_of_batch(loc, operator, store, last)
+    # Every change found is after the last batch read: the batches read have the schema
+    # before the first of them.
+    key_schema, value_schema = schemas_before(loc, operator, store, changed)
     batches: list[int] = []
     types: list[str] = []
     keys: list[bytes] = []

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from rockstate.checkpoint.location import DEFAULT_STORE
 from rockstate.errors import RockstateError
 from rockstate.tools.rewrite import OperatorStore, RewriteResult, StoreRewrite, rewrite
 
@@ -53,7 +54,7 @@ def transform(spark: Any, checkpoint: str, operator: int, fn: Callable[[Any], An
     change = _Transform(operator, fn, new_value)
     result = rewrite(spark, checkpoint, storage_options=storage_options, change=change,
                      value_schemas=None if new_value is None else
-                     {(operator, "default"): new_value})
+                     {(operator, DEFAULT_STORE): new_value})
     (store,) = [s for s in result.stores if s.operator_id == operator]
     return TransformResult(checkpoint, operator, result, store)
 
